@@ -1,0 +1,27 @@
+"""hcsim: simulate HCCL collective communication on Ascend clusters.
+
+Examples
+--------
+>>> import hcsim
+>>> topo = hcsim.load_topology("atlas800t-a2")
+>>> r = hcsim.simulate(topo, "allreduce", "64MiB", algorithm="ring")
+>>> r.time_s > 0
+True
+"""
+
+from . import algorithms  # noqa: F401  (registers the built-in algorithms)
+from .algorithms import COLLECTIVES, AlgorithmSpec, Schedule, algorithms_for, build_schedule, register
+from .api import simulate, sweep
+from .engine import Result
+from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError
+from .topology import Topology, load_topology, save_topology
+from .units import parse_size
+from .verify import verify
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COLLECTIVES", "AlgorithmSpec", "ConfigError", "HcsimError", "Result", "Schedule", "ScheduleError",
+    "StuckScheduleError", "Topology", "TopologyError", "algorithms_for", "build_schedule",
+    "load_topology", "parse_size", "register", "save_topology", "simulate", "sweep", "verify",
+]

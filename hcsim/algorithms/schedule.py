@@ -1,0 +1,211 @@
+"""The schedule IR: what an algorithm produces and the engine and verifier consume.
+
+A :class:`Schedule` is a sequence of :class:`Step`. A step holds numpy arrays, one entry
+per transfer: source rank, destination rank, bytes, whether the destination reduces what it
+receives, and the half-open chunk range ``[chunk_lo, chunk_hi)`` the transfer carries (the
+verifier follows chunks; the engine only reads ranks, bytes and the reduce flag).
+
+Execution rule: a rank enters step k once every transfer of step k-1 it takes part in has
+finished; a transfer starts when both its ranks have entered its step (per-rank
+synchronisation, like HCCL's notify handshakes, not a global barrier). Sends read the data
+their rank held when it entered the step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ScheduleError
+
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv")
+"""Collectives hcsim simulates."""
+
+ROOTED = ("broadcast", "reduce")
+REDUCING = ("allreduce", "reducescatter", "reduce")
+
+BUSBW_FACTOR = {
+    # nccl-tests doc/PERFORMANCE.md (FACTS.md section 6)
+    "allreduce": lambda p: 2 * (p - 1) / p,
+    "reducescatter": lambda p: (p - 1) / p,
+    "allgather": lambda p: (p - 1) / p,
+    "alltoall": lambda p: (p - 1) / p,
+    "broadcast": lambda p: 1.0,
+    "reduce": lambda p: 1.0,
+    "sendrecv": lambda p: 1.0,
+}
+"""Bus-bandwidth factor per collective, as nccl-tests defines it."""
+
+
+@dataclass(frozen=True)
+class CollectiveArgs:
+    """What an algorithm is asked to schedule.
+
+    Attributes
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`.
+    p : int
+        Number of ranks.
+    nbytes : int
+        Message size with nccl-tests' meaning: the per-rank buffer for allreduce,
+        broadcast, reduce, alltoall (whole send buffer) and sendrecv; the total gathered /
+        scattered size (count x ranks) for allgather and reducescatter.
+    root : int
+        Root rank of broadcast and reduce.
+    """
+
+    collective: str
+    p: int
+    nbytes: int
+    root: int = 0
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: parallel arrays, one entry per transfer."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    nbytes: np.ndarray
+    reduce: np.ndarray
+    chunk_lo: np.ndarray
+    chunk_hi: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+
+def make_step(src, dst, nbytes, reduce, chunk_lo, chunk_hi) -> Step:
+    """Build a Step, broadcasting scalars and fixing dtypes."""
+    # Arrays already of the right dtype and length are kept as they are (not copied), so
+    # steps that share their rank arrays let the engine reuse their routing.
+    src = np.asarray(src, dtype=np.int64)
+    n = src.shape[0] if src.ndim else 1
+
+    def arr(x, dtype):
+        x = np.asarray(x, dtype=dtype)
+        return x if x.shape == (n,) else np.broadcast_to(x, (n,))
+
+    src = arr(src, np.int64)
+
+    return Step(src, arr(dst, np.int64), arr(nbytes, np.int64), arr(reduce, bool),
+                arr(chunk_lo, np.int64), arr(chunk_hi, np.int64))
+
+
+def concat_steps(*steps: Step) -> Step:
+    """Merge steps into one (their transfers run in the same step)."""
+    return Step(*(np.concatenate([getattr(s, f) for s in steps]) for f in
+                  ("src", "dst", "nbytes", "reduce", "chunk_lo", "chunk_hi")))
+
+
+class LazySteps(Sequence):
+    """Steps made on demand, so a 4096-rank ring never holds 8190 steps at once."""
+
+    def __init__(self, count: int, make: Callable[[int], Step]):
+        self._count = count
+        self._make = make
+
+    def __len__(self):
+        return self._count
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._count))]
+        if k < 0:
+            k += self._count
+        if not 0 <= k < self._count:
+            raise IndexError(k)
+        return self._make(k)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An algorithm's plan for one collective call.
+
+    Attributes
+    ----------
+    args : CollectiveArgs
+        The call it implements.
+    num_chunks : int
+        Chunks the data is cut into for verification. For allgather, reducescatter and
+        sendrecv a multiple of p (rank r owns chunks ``[r*C/p, (r+1)*C/p)``); for alltoall a
+        multiple of p*p (block i*p+j goes from rank i to rank j); otherwise free.
+    steps : Sequence[Step]
+    chunk_bytes : np.ndarray
+        Bytes of each chunk (sums to the data a chunk index space covers).
+    algorithm : str
+    """
+
+    args: CollectiveArgs
+    num_chunks: int
+    steps: Sequence[Step]
+    chunk_bytes: np.ndarray
+    algorithm: str = "custom"
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def p(self) -> int:
+        return self.args.p
+
+    def num_transfers(self) -> int:
+        """Total transfers (walks lazily made steps once)."""
+        return int(sum(len(s) for s in self.steps))
+
+
+def split_bytes(nbytes: int, parts: int) -> np.ndarray:
+    """Cut ``nbytes`` into ``parts`` chunk sizes differing by at most one byte."""
+    base, extra = divmod(int(nbytes), int(parts))
+    sizes = np.full(parts, base, dtype=np.int64)
+    sizes[:extra] += 1
+    return sizes
+
+
+class ChunkSpace:
+    """Chunk sizes with O(1) bytes of any chunk range (prefix sums)."""
+
+    def __init__(self, chunk_bytes: np.ndarray):
+        self.chunk_bytes = np.asarray(chunk_bytes, dtype=np.int64)
+        self.prefix = np.concatenate([[0], np.cumsum(self.chunk_bytes)])
+
+    @property
+    def count(self) -> int:
+        return len(self.chunk_bytes)
+
+    def range_bytes(self, lo, hi):
+        """Bytes of chunks ``[lo, hi)`` (scalars or arrays)."""
+        return self.prefix[np.asarray(hi)] - self.prefix[np.asarray(lo)]
+
+
+def data_bytes(args: CollectiveArgs) -> int:
+    """Bytes the chunk index space covers: the whole alltoall matrix is p x the send buffer."""
+    if args.collective == "alltoall":
+        return args.nbytes * args.p
+    if args.collective == "sendrecv":
+        return args.nbytes * args.p
+    return args.nbytes
+
+
+def check_structure(schedule: Schedule) -> None:
+    """Cheap checks every schedule must pass before it is simulated (any size)."""
+    p = schedule.p
+    c = schedule.num_chunks
+    if c < 1 or len(schedule.chunk_bytes) != c:
+        raise ScheduleError(f"schedule.num_chunks = {c}: must be >= 1 and match chunk_bytes ({len(schedule.chunk_bytes)})")
+    for k, step in enumerate(schedule.steps):
+        if not (len(step.src) == len(step.dst) == len(step.nbytes) == len(step.reduce)
+                == len(step.chunk_lo) == len(step.chunk_hi)):
+            raise ScheduleError(f"step {k}: transfer arrays differ in length")
+        if len(step) == 0:
+            continue
+        bad = (step.src < 0) | (step.src >= p) | (step.dst < 0) | (step.dst >= p)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ScheduleError(f"step {k} transfer {i}: rank {int(step.src[i])}->{int(step.dst[i])} outside 0..{p - 1}")
+        if (step.src == step.dst).any():
+            i = int(np.argmax(step.src == step.dst))
+            raise ScheduleError(f"step {k} transfer {i}: source and destination are both rank {int(step.src[i])}")
+        if (step.nbytes < 0).any():
+            raise ScheduleError(f"step {k}: negative byte count")

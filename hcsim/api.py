@@ -1,0 +1,172 @@
+"""The Python API: :func:`simulate` and :func:`sweep`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from . import verify as _verify
+from .algorithms.registry import get_algorithm, make_args
+from .algorithms.schedule import check_structure
+from .analytical import path_parameters
+from .engine.des import EngineConfig, FlowSimulator
+from .engine.result import Result, tables_from_engine
+from .errors import ConfigError, bad_value
+from .topology.io import load_topology
+from .units import parse_size, size_range
+
+MODES = ("des", "analytical")
+
+DEFAULT_ALGORITHM = {"allreduce": "ring", "allgather": "ring", "reducescatter": "ring",
+                     "broadcast": "tree", "reduce": "tree", "alltoall": "pairwise", "sendrecv": "ring"}
+"""Algorithm used when none is named."""
+
+RECORD_LIMIT = 1_000_000
+"""``record="auto"`` keeps per-transfer times when ranks x steps is at most this."""
+
+
+def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, root: int = 0,
+             mode: str = "des", routing: str = "ecmp", ecmp_seed: int = 0,
+             step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
+             record="auto", verify="auto") -> Result:
+    """Simulate one collective call.
+
+    Parameters
+    ----------
+    topology : str, Path or Topology
+        Built-in name, YAML file, or a Topology object.
+    collective : str
+        ``allreduce``, ``allgather``, ``reducescatter``, ``broadcast``, ``reduce``,
+        ``alltoall`` or ``sendrecv``.
+    size : int or str
+        Message size in nccl-tests' convention, e.g. ``"64MiB"``.
+    algorithm : str or callable, optional
+        A registered name (``hcsim algos``) or ``build(args) -> Schedule``.
+    ranks : None, int or list
+        All NPUs, the first k, or the listed NPU names/indices.
+    root : int
+        Root rank for broadcast and reduce.
+    mode : {"des", "analytical"}
+        Event-driven (contention-aware) or closed form.
+    routing : {"ecmp", "spray"}
+    step_overhead_s, launch_overhead_s : float, optional
+        Override the topology's defaults.
+    record : "auto", bool
+        Keep per-transfer times (transfer table, critical path).
+    verify : "auto", bool
+        Check the schedule with the semantic verifier first ("auto": when small enough,
+        always for a user's algorithm).
+
+    Returns
+    -------
+    Result
+
+    Examples
+    --------
+    >>> r = simulate("atlas800t-a2", "allreduce", "64MiB", algorithm="mesh")
+    >>> round(r.busbw_GBps, 1) > 0
+    True
+    """
+    if mode not in MODES:
+        raise bad_value("mode", mode, "one of " + ", ".join(MODES))
+    topo = load_topology(topology)
+    rank_nodes = topo.resolve_ranks(ranks)
+    nbytes = parse_size(size)
+    if algorithm is None:
+        algorithm = DEFAULT_ALGORITHM.get(collective, "ring")
+    spec = get_algorithm(collective, algorithm)
+    args = make_args(collective, len(rank_nodes), nbytes, root)
+    defaults = topo.defaults
+    cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,
+                       launch_overhead_s=defaults.launch_overhead_s if launch_overhead_s is None else launch_overhead_s,
+                       routing=routing, ecmp_seed=ecmp_seed, record=False)
+    schedule = spec.build(args)
+    check_structure(schedule) if mode == "des" else None
+    if verify is True or (verify == "auto" and (spec.user or _small_enough(schedule))):
+        _verify.verify(schedule)
+    elif verify not in (False, "auto", True):
+        raise bad_value("verify", verify, "'auto', True or False")
+    config = {"topology": topo.name, "routing": routing, "step_overhead_s": cfg.step_overhead_s,
+              "launch_overhead_s": cfg.launch_overhead_s, "root": root}
+    if mode == "analytical":
+        if spec.cost is None:
+            raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
+                              "user algorithms run in mode 'des'")
+        abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s)
+        t = cfg.launch_overhead_s + spec.cost(args, abg)
+        config.update(alpha_s=abg.alpha_s, beta_s_per_B=abg.beta_s_per_B, gamma_s_per_B=abg.gamma_s_per_B)
+        return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
+    if record == "auto":
+        record = args.p * len(schedule.steps) <= RECORD_LIMIT
+    elif record not in (True, False):
+        raise bad_value("record", record, "'auto', True or False")
+    cfg = EngineConfig(cfg.step_overhead_s, cfg.launch_overhead_s, routing, ecmp_seed, bool(record))
+    sim = FlowSimulator(topo, rank_nodes, schedule, cfg)
+    t = sim.run()
+    steps, transfers, links, critical = tables_from_engine(sim, t)
+    config.update(instants=sim.instants, full_rate_recomputes=sim.full_recomputes)
+    return Result(collective, spec.name, mode, args.p, nbytes, t, steps, transfers, links, critical, config)
+
+
+def _small_enough(schedule) -> bool:
+    from .algorithms.schedule import REDUCING
+
+    k = schedule.p if schedule.args.collective in REDUCING else 1
+    return schedule.p * schedule.num_chunks * k <= _verify.MAX_STATE and schedule.p <= 256
+
+
+def resolve_sizes(sizes, factor: int = 2) -> list[int]:
+    """``(min, max)`` tuple: a doubling range (x factor); a list: those sizes; a scalar: one size."""
+    if isinstance(sizes, tuple) and len(sizes) == 2:
+        return size_range(sizes[0], sizes[1], factor)
+    if isinstance(sizes, (str, int)):
+        return [parse_size(sizes)]
+    if isinstance(sizes, Sequence):
+        if not sizes:
+            raise bad_value("sizes", sizes, "at least one size")
+        return [parse_size(s) for s in sizes]
+    raise bad_value("sizes", sizes, "a (min, max) tuple, a list of sizes, or one size")
+
+
+def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, factor: int = 2,
+          **kwargs) -> pd.DataFrame:
+    """Simulate ``collective`` over a range of sizes for several algorithms.
+
+    Parameters
+    ----------
+    topology, collective
+        As for :func:`simulate`.
+    sizes : tuple, list or scalar
+        ``(min, max)`` multiplies by ``factor`` from min up to max (as nccl-tests' -b/-e/-f);
+        a list gives the sizes themselves.
+    algorithms : list, optional
+        Names or callables; default every algorithm registered for the collective.
+    **kwargs
+        Passed to :func:`simulate` (``ranks``, ``mode``, ``routing``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (size, algorithm): collective, algorithm, mode, ranks, size_bytes,
+        time_us, algbw_GBps, busbw_GBps.
+
+    Examples
+    --------
+    >>> df = sweep("atlas800t-a2", "allgather", sizes=("1K", "4K"), algorithms=["ring", "mesh"])
+    >>> list(df["size_bytes"].unique())
+    [1024, 2048, 4096]
+    """
+    from .algorithms.registry import algorithms_for
+
+    topo = load_topology(topology)
+    size_list = resolve_sizes(sizes, factor)
+    if algorithms is None:
+        algorithms = algorithms_for(collective)
+    elif isinstance(algorithms, str):
+        algorithms = [algorithms]
+    rows = []
+    for n in size_list:
+        for algo in algorithms:
+            rows.append(simulate(topo, collective, n, algo, **kwargs).row())
+    return pd.DataFrame(rows)

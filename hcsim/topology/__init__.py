@@ -1,0 +1,13 @@
+"""Topologies: the model, builders, YAML I/O and summaries."""
+
+from .ascend import atlas800t_a2
+from .builders import full_mesh, leaf_spine, ring, single_switch, torus
+from .io import BUILDERS, builtin_names, load_topology, save_topology, topology_from_dict
+from .model import ROUTING_POLICIES, ExecutionDefaults, Topology
+from .spec import LINK_TIERS, NODE_KINDS, LinkSpec, NpuSpec
+
+__all__ = [
+    "BUILDERS", "LINK_TIERS", "NODE_KINDS", "ROUTING_POLICIES", "ExecutionDefaults", "LinkSpec",
+    "NpuSpec", "Topology", "atlas800t_a2", "builtin_names", "full_mesh", "leaf_spine",
+    "load_topology", "ring", "save_topology", "single_switch", "topology_from_dict", "torus",
+]

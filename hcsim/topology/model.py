@@ -1,0 +1,298 @@
+"""The :class:`Topology`: a networkx DiGraph of NPUs, switches and links, plus routing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from ..errors import TopologyError, bad_value
+from .routing import MAX_PATHS, all_shortest_paths, ecmp_index
+from .spec import NODE_KINDS, LinkSpec, NpuSpec
+
+ROUTING_POLICIES = ("ecmp", "spray")
+"""``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
+
+
+@dataclass(frozen=True)
+class ExecutionDefaults:
+    """Collective execution costs a topology carries (a simulate() call may override them).
+
+    Attributes
+    ----------
+    step_overhead_s : float
+        Added to every transfer's start: the per-step synchronisation (HCCL's notify
+        record/wait) and task launch cost.
+    launch_overhead_s : float
+        Added once per collective before its first step (host or device launch).
+    """
+
+    step_overhead_s: float = 0.0
+    launch_overhead_s: float = 0.0
+
+    def __post_init__(self):
+        for name in ("step_overhead_s", "launch_overhead_s"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise bad_value(name, v, "a number of seconds >= 0")
+
+
+class Topology:
+    """A network of NPUs and switches.
+
+    Wraps a :class:`networkx.DiGraph` whose nodes carry ``kind`` (one of
+    :data:`~hcsim.topology.spec.NODE_KINDS`) and, for NPUs, an :class:`NpuSpec`
+    under ``spec``; every directed edge carries a :class:`LinkSpec` under ``spec``.
+    Ranks are NPUs in the order of :attr:`npus` (pod, server, local index).
+
+    Examples
+    --------
+    >>> from hcsim.topology import Topology, LinkSpec, NpuSpec
+    >>> t = Topology("pair")
+    >>> t.add_npu("a"); t.add_npu("b", NpuSpec(local_index=1))
+    >>> t.add_link("a", "b", LinkSpec(bandwidth_Bps=1e9, latency_s=1e-6))
+    >>> t.npus
+    ['a', 'b']
+    """
+
+    def __init__(self, name: str = "topology", description: str = "",
+                 defaults: ExecutionDefaults | None = None, provenance: dict | None = None):
+        self.name = name
+        self.description = description
+        self.defaults = defaults or ExecutionDefaults()
+        self.provenance = dict(provenance or {})
+        self.graph = nx.DiGraph()
+        self._compiled: _Compiled | None = None
+
+    # -- building ---------------------------------------------------------------------
+    def add_npu(self, name: str, spec: NpuSpec | None = None) -> None:
+        """Add an NPU node."""
+        self._add_node(name, "npu", spec or NpuSpec())
+
+    def add_node(self, name: str, kind: str = "switch") -> None:
+        """Add a non-NPU node (switch, nic or pcie)."""
+        if kind not in NODE_KINDS or kind == "npu":
+            raise bad_value("kind", kind, "one of switch, nic, pcie (use add_npu for NPUs)")
+        self._add_node(name, kind, None)
+
+    def _add_node(self, name, kind, spec):
+        if not isinstance(name, str) or not name:
+            raise bad_value("node name", name, "a non-empty string")
+        if name in self.graph:
+            raise bad_value("node name", name, "must be unique")
+        self.graph.add_node(name, kind=kind, spec=spec)
+        self._compiled = None
+
+    def add_link(self, src: str, dst: str, spec: LinkSpec, bidirectional: bool = True) -> None:
+        """Add a link; ``bidirectional`` adds both directions, each with the full bandwidth."""
+        for end in (src, dst):
+            if end not in self.graph:
+                raise bad_value("link end", end, "must name a node added before")
+        if src == dst:
+            raise bad_value("link", f"{src}->{dst}", "must join two different nodes")
+        pairs = [(src, dst), (dst, src)] if bidirectional else [(src, dst)]
+        for u, v in pairs:
+            if self.graph.has_edge(u, v):
+                raise bad_value("link", f"{u}->{v}", "is declared twice")
+            self.graph.add_edge(u, v, spec=spec)
+        self._compiled = None
+
+    # -- queries ----------------------------------------------------------------------
+    @property
+    def npus(self) -> list[str]:
+        """NPU names in rank order: by pod, server, local index, then insertion."""
+        order = [(d["spec"].pod, d["spec"].server, d["spec"].local_index, i, n)
+                 for i, (n, d) in enumerate(self.graph.nodes(data=True)) if d["kind"] == "npu"]
+        return [o[-1] for o in sorted(order)]
+
+    def npu_spec(self, name: str) -> NpuSpec:
+        return self.graph.nodes[name]["spec"]
+
+    def link_spec(self, src: str, dst: str) -> LinkSpec:
+        return self.graph.edges[src, dst]["spec"]
+
+    @property
+    def num_npus(self) -> int:
+        return sum(1 for _, d in self.graph.nodes(data=True) if d["kind"] == "npu")
+
+    def resolve_ranks(self, ranks=None) -> list[str]:
+        """Turn a ranks argument into NPU names.
+
+        ``None``: every NPU; an int k: the first k NPUs; a list of NPU names or NPU indices.
+        """
+        npus = self.npus
+        if ranks is None:
+            chosen = npus
+        elif isinstance(ranks, (int, np.integer)) and not isinstance(ranks, bool):
+            if not 2 <= ranks <= len(npus):
+                raise bad_value("ranks", int(ranks), f"an integer from 2 to {len(npus)} (NPUs in {self.name})")
+            chosen = npus[: int(ranks)]
+        else:
+            try:
+                items = list(ranks)
+            except TypeError:
+                raise bad_value("ranks", ranks, "None, a count, or a list of NPU names or indices") from None
+            chosen = []
+            for item in items:
+                if isinstance(item, str) and item in self.graph and self.graph.nodes[item]["kind"] == "npu":
+                    chosen.append(item)
+                elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and 0 <= item < len(npus):
+                    chosen.append(npus[int(item)])
+                else:
+                    raise bad_value("ranks", item, f"an NPU name or an index from 0 to {len(npus) - 1} of {self.name}")
+            if len(set(chosen)) != len(chosen):
+                raise bad_value("ranks", items, "must not repeat an NPU")
+            if len(chosen) < 2:
+                raise bad_value("ranks", items, "at least 2 NPUs")
+        return chosen
+
+    def compiled(self) -> _Compiled:
+        """Integer-indexed form used by routing and the engine (cached until the graph changes)."""
+        if self._compiled is None:
+            self._compiled = _Compiled(self)
+        return self._compiled
+
+    def __repr__(self):
+        return f"Topology({self.name!r}, npus={self.num_npus}, links={self.graph.number_of_edges()})"
+
+    def to_dict(self) -> dict:
+        """Plain description (used by YAML save)."""
+        nodes, npus = [], []
+        for n, d in self.graph.nodes(data=True):
+            if d["kind"] == "npu":
+                npus.append({"name": n, **_npu_to_yaml(d["spec"])})
+            else:
+                nodes.append({"name": n, "kind": d["kind"]})
+        links = []
+        for u, v, d in self.graph.edges(data=True):
+            s = d["spec"]
+            links.append({"src": u, "dst": v, "bandwidth_GBps": s.bandwidth_Bps / 1e9,
+                          "latency_us": s.latency_s * 1e6, "tier": s.tier,
+                          "inline_reduce": s.inline_reduce, "bidirectional": False})
+        out = {"name": self.name, "description": self.description,
+               "defaults": {"step_overhead_us": self.defaults.step_overhead_s * 1e6,
+                            "launch_overhead_us": self.defaults.launch_overhead_s * 1e6}}
+        if self.provenance:
+            out["provenance"] = self.provenance
+        out.update({"npus": npus, "nodes": nodes, "links": links})
+        return out
+
+
+def _npu_to_yaml(spec: NpuSpec) -> dict:
+    d = {"server": spec.server, "pod": spec.pod, "local_index": spec.local_index,
+         "reduce_GBps": spec.reduce_Bps / 1e9}
+    if spec.injection_Bps is not None:
+        d["injection_GBps"] = spec.injection_Bps / 1e9
+    if spec.ejection_Bps is not None:
+        d["ejection_GBps"] = spec.ejection_Bps / 1e9
+    if spec.half_duplex:
+        d["half_duplex"] = True
+    return d
+
+
+@dataclass
+class PathStore:
+    """Every path routed so far, as growing CSR arrays over resource indices."""
+
+    res_ptr: list = field(default_factory=lambda: [0])
+    res: list = field(default_factory=list)
+    latency_s: list = field(default_factory=list)
+    inline_reduce: list = field(default_factory=list)
+    bottleneck_Bps: list = field(default_factory=list)
+    _arrays: tuple | None = None
+
+    def add(self, resources, latency_s, inline, bottleneck) -> int:
+        self.res.extend(resources)
+        self.res_ptr.append(len(self.res))
+        self.latency_s.append(latency_s)
+        self.inline_reduce.append(inline)
+        self.bottleneck_Bps.append(bottleneck)
+        self._arrays = None
+        return len(self.latency_s) - 1
+
+    def arrays(self):
+        """(res_ptr, res, latency_s, inline_reduce, bottleneck_Bps) as numpy arrays."""
+        if self._arrays is None:
+            self._arrays = (np.asarray(self.res_ptr, dtype=np.int64), np.asarray(self.res, dtype=np.int64),
+                            np.asarray(self.latency_s, dtype=float), np.asarray(self.inline_reduce, dtype=bool),
+                            np.asarray(self.bottleneck_Bps, dtype=float))
+        return self._arrays
+
+
+class _Compiled:
+    """Integer view of a topology: link and endpoint resources, adjacency, route cache."""
+
+    def __init__(self, topo: Topology):
+        g = topo.graph
+        self.topo = topo
+        self.node_names = list(g.nodes)
+        self.node_index = {n: i for i, n in enumerate(self.node_names)}
+        self.links = list(g.edges)
+        specs = [g.edges[e]["spec"] for e in self.links]
+        self.link_specs = specs
+        self.num_links = len(self.links)
+        caps = [s.bandwidth_Bps for s in specs]
+        self.out_adj = [[] for _ in self.node_names]
+        self.in_adj = [[] for _ in self.node_names]
+        for li, (u, v) in enumerate(self.links):
+            ui, vi = self.node_index[u], self.node_index[v]
+            self.out_adj[ui].append((vi, li))
+            self.in_adj[vi].append((ui, li))
+        # Endpoint resources: virtual links after the real ones.
+        self.tx_res = {}
+        self.rx_res = {}
+        self.reduce_Bps = np.full(len(self.node_names), np.inf)
+        for n, d in g.nodes(data=True):
+            if d["kind"] != "npu":
+                continue
+            i = self.node_index[n]
+            s = d["spec"]
+            self.reduce_Bps[i] = s.reduce_Bps
+            if s.half_duplex:
+                self.tx_res[i] = self.rx_res[i] = len(caps)
+                caps.append(s.duplex_Bps)
+            else:
+                if s.injection_Bps is not None:
+                    self.tx_res[i] = len(caps)
+                    caps.append(s.injection_Bps)
+                if s.ejection_Bps is not None:
+                    self.rx_res[i] = len(caps)
+                    caps.append(s.ejection_Bps)
+        self.capacity_Bps = np.asarray(caps, dtype=float)
+        self.link_latency_s = np.asarray([s.latency_s for s in specs], dtype=float)
+        self.paths = PathStore()
+        self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
+
+    def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0) -> tuple[int, ...]:
+        """Path ids a transfer from node ``src`` to node ``dst`` uses under ``policy``."""
+        key = (src, dst, policy, seed)
+        hit = self._routes.get(key)
+        if hit is not None:
+            return hit
+        if policy not in ROUTING_POLICIES:
+            raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
+        link_paths = all_shortest_paths(self.out_adj, self.in_adj, src, dst, MAX_PATHS)
+        if not link_paths:
+            raise TopologyError(
+                f"route {self.node_names[src]} -> {self.node_names[dst]}: unreachable in topology "
+                f"{self.topo.name!r}")
+        if policy == "ecmp":
+            link_paths = [link_paths[ecmp_index(src, dst, len(link_paths), seed)]]
+        ids = []
+        for lp in link_paths:
+            res = list(lp)
+            if src in self.tx_res:
+                res.insert(0, self.tx_res[src])
+            if dst in self.rx_res:
+                res.append(self.rx_res[dst])
+            lat = float(sum(self.link_specs[li].latency_s for li in lp))
+            inline = bool(lp) and all(self.link_specs[li].inline_reduce for li in lp)
+            bottleneck = float(self.capacity_Bps[res].min())
+            ids.append(self.paths.add(res, lat, inline, bottleneck))
+        out = tuple(ids)
+        self._routes[key] = out
+        return out
+
+    def describe(self) -> dict:
+        return {"links": self.num_links, "resources": len(self.capacity_Bps)}

@@ -1,0 +1,102 @@
+"""Sizes and their spelling.
+
+Sizes follow the flags of hccl_test and nccl-tests: a bare number is bytes, ``K``, ``M``,
+``G`` (and ``KiB``, ``MiB``, ``GiB``) are powers of 1024, ``kB``, ``MB``, ``GB`` are powers
+of 1000. Bandwidths are reported in GB/s with GB = 1e9 bytes, as both tools print them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import bad_value
+
+_BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
+           "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
+_DECIMAL = {"kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+
+GB = 1e9
+"""Bytes in the GB of GB/s (nccl-tests and hccl_test both divide by 1e9)."""
+
+
+def parse_size(value, field: str = "size") -> int:
+    """Parse a message size into bytes.
+
+    Parameters
+    ----------
+    value : int or str
+        ``1024``, ``"8"``, ``"64K"``, ``"64KiB"`` (both 65536), ``"1MB"`` (1000000).
+    field : str
+        Name used in the error message.
+
+    Returns
+    -------
+    int
+        Size in bytes, at least 1.
+
+    Examples
+    --------
+    >>> parse_size("64MiB"), parse_size("1G"), parse_size("2kB")
+    (67108864, 1073741824, 2000)
+    """
+    allowed = "a positive byte count such as 8, 64K, 64KiB, 1MB, 1G (K/M/G = 1024^n, kB/MB/GB = 1000^n)"
+    if isinstance(value, bool):
+        raise bad_value(field, value, allowed)
+    if isinstance(value, int):
+        nbytes = value
+    elif isinstance(value, float) and value.is_integer():
+        nbytes = int(value)
+    elif isinstance(value, str):
+        m = _SIZE_RE.match(value)
+        if not m:
+            raise bad_value(field, value, allowed)
+        number, unit = m.groups()
+        key = unit.lower()
+        # "kB", "MB", "GB" (capital B after a prefix) are decimal; "K", "KiB", "kb"? keep
+        # the hccl_test reading: a bare prefix letter is binary.
+        if unit.endswith("B") and not unit.lower().endswith("ib") and len(unit) == 2:
+            mult = _DECIMAL.get(key)
+        else:
+            mult = _BINARY.get(key)
+        if mult is None:
+            raise bad_value(field, value, allowed)
+        scaled = float(number) * mult
+        if not scaled.is_integer():
+            raise bad_value(field, value, allowed + "; it must come to a whole number of bytes")
+        nbytes = int(scaled)
+    else:
+        raise bad_value(field, value, allowed)
+    if nbytes <= 0:
+        raise bad_value(field, value, allowed)
+    return nbytes
+
+
+def format_size(nbytes: int) -> str:
+    """Short binary spelling of a byte count: ``format_size(65536) == '64K'``."""
+    for unit, mult in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
+        if nbytes >= mult and nbytes % mult == 0:
+            return f"{nbytes // mult}{unit}"
+    return str(int(nbytes))
+
+
+def size_range(min_bytes, max_bytes, factor: int = 2) -> list[int]:
+    """Sizes from ``min_bytes`` to ``max_bytes`` multiplying by ``factor`` (nccl-tests' -b/-e/-f).
+
+    Examples
+    --------
+    >>> size_range("8", "64", 2)
+    [8, 16, 32, 64]
+    """
+    lo = parse_size(min_bytes, "min size")
+    hi = parse_size(max_bytes, "max size")
+    if hi < lo:
+        raise bad_value("max size", max_bytes, f"must be >= min size {lo}")
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
+        raise bad_value("factor", factor, "an integer >= 2")
+    sizes = []
+    s = lo
+    while s <= hi:
+        sizes.append(s)
+        s *= factor
+    return sizes

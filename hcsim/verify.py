@@ -1,0 +1,141 @@
+"""Semantic verifier: runs a schedule on contribution counters and checks the postcondition.
+
+State ``count[r, c, j]`` is how many times rank j's contribution is in rank r's copy of
+chunk c (reducing collectives), or whether rank r holds chunk c (``j`` has one entry for
+the others). A copy overwrites the destination's chunks with the source's, a reduce adds
+them; sends read the state their rank had when it entered the step. The postcondition is
+exact: after allreduce every rank holds every chunk with every rank's contribution exactly
+once, so both a lost and a doubly counted contribution fail.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .algorithms.schedule import REDUCING, ChunkSpace, Schedule, check_structure
+from .errors import ScheduleError
+
+MAX_STATE = 50_000_000
+"""Largest p x chunks x contributors state the verifier will allocate."""
+
+
+def _owner(schedule: Schedule) -> np.ndarray:
+    p, c = schedule.p, schedule.num_chunks
+    coll = schedule.args.collective
+    if coll in ("allgather", "reducescatter", "sendrecv"):
+        if c % p:
+            raise ScheduleError(f"schedule.num_chunks = {c}: must be a multiple of p = {p} for {coll}")
+        return np.arange(c) // (c // p)
+    if coll == "alltoall":
+        if c % (p * p):
+            raise ScheduleError(f"schedule.num_chunks = {c}: must be a multiple of p*p = {p * p} for alltoall")
+        return np.arange(c) // (c // (p * p))
+    return np.zeros(c, dtype=np.int64)
+
+
+def initial_and_expected(schedule: Schedule):
+    """Initial state and (mask, expected) of the postcondition for a schedule's collective."""
+    p, c = schedule.p, schedule.num_chunks
+    coll, root = schedule.args.collective, schedule.args.root
+    k = p if coll in REDUCING else 1
+    if p * c * k > MAX_STATE:
+        raise ScheduleError(f"verify: p={p} with {c} chunks needs {p * c * k} counters (limit {MAX_STATE}); "
+                            "pass verify=False to skip")
+    init = np.zeros((p, c, k), dtype=np.int32)
+    want = np.zeros((p, c, k), dtype=np.int32)
+    check = np.zeros((p, c), dtype=bool)  # which (rank, chunk) the postcondition constrains
+    owner = _owner(schedule)
+    ranks = np.arange(p)
+    if coll == "allreduce":
+        init[ranks, :, ranks] = 1
+        want[:] = 1
+        check[:] = True
+    elif coll == "reduce":
+        init[ranks, :, ranks] = 1
+        want[root] = 1
+        check[root] = True
+    elif coll == "reducescatter":
+        init[ranks, :, ranks] = 1
+        check[owner, np.arange(c)] = True
+        want[check] = 1
+    elif coll == "broadcast":
+        init[root, :, 0] = 1
+        want[:] = 1
+        check[:] = True
+    elif coll == "allgather":
+        init[owner, np.arange(c), 0] = 1
+        want[:] = 1
+        check[:] = True
+    elif coll == "alltoall":
+        src, dst = owner // p, owner % p
+        init[src, np.arange(c), 0] = 1
+        check[dst, np.arange(c)] = True
+        want[check] = 1
+    elif coll == "sendrecv":
+        init[owner, np.arange(c), 0] = 1
+        check[(owner + 1) % p, np.arange(c)] = True
+        want[check] = 1
+    else:  # pragma: no cover - guarded by the registry
+        raise ScheduleError(f"collective = {coll!r}: the verifier has no postcondition for it")
+    return init, want, check
+
+
+def verify(schedule: Schedule) -> None:
+    """Raise :class:`~hcsim.errors.ScheduleError` unless ``schedule`` implements its collective.
+
+    Examples
+    --------
+    >>> from hcsim.algorithms import build_schedule
+    >>> verify(build_schedule("allreduce", "ring", p=5, nbytes=1000))
+    """
+    check_structure(schedule)
+    coll = schedule.args.collective
+    space = ChunkSpace(schedule.chunk_bytes)
+    state, want, check = initial_and_expected(schedule)
+    p, c = schedule.p, schedule.num_chunks
+    for k, step in enumerate(schedule.steps):
+        if len(step) == 0:
+            continue
+        if (step.chunk_lo < 0).any() or (step.chunk_hi > c).any() or (step.chunk_hi <= step.chunk_lo).any():
+            i = int(np.argmax((step.chunk_lo < 0) | (step.chunk_hi > c) | (step.chunk_hi <= step.chunk_lo)))
+            raise ScheduleError(f"step {k} transfer {i}: chunk range [{int(step.chunk_lo[i])}, {int(step.chunk_hi[i])}) "
+                                f"not inside [0, {c})")
+        expect = space.range_bytes(step.chunk_lo, step.chunk_hi)
+        if (expect != step.nbytes).any():
+            i = int(np.argmax(expect != step.nbytes))
+            raise ScheduleError(f"step {k} transfer {i}: carries {int(step.nbytes[i])} bytes but its chunks "
+                                f"[{int(step.chunk_lo[i])}, {int(step.chunk_hi[i])}) hold {int(expect[i])}")
+        if step.reduce.any() and coll not in REDUCING:
+            raise ScheduleError(f"step {k}: {coll} cannot reduce, but a transfer is marked reduce")
+        snap = state.copy()
+        copied = np.zeros((p, c), dtype=bool)
+        reduced = np.zeros((p, c), dtype=bool)
+        for i in range(len(step)):
+            s, d = int(step.src[i]), int(step.dst[i])
+            lo, hi = int(step.chunk_lo[i]), int(step.chunk_hi[i])
+            data = snap[s, lo:hi]
+            held = data.any(axis=-1)
+            if not held.all():
+                miss = lo + int(np.argmin(held))
+                raise ScheduleError(f"step {k} transfer {i}: rank {s} sends chunk {miss} it does not hold")
+            if step.reduce[i]:
+                if copied[d, lo:hi].any():
+                    raise ScheduleError(f"step {k} transfer {i}: rank {d} both receives and reduces a chunk in one step")
+                state[d, lo:hi] += data
+                reduced[d, lo:hi] = True
+            else:
+                if copied[d, lo:hi].any() or reduced[d, lo:hi].any():
+                    raise ScheduleError(f"step {k} transfer {i}: rank {d} receives chunk data twice in one step")
+                state[d, lo:hi] = data
+                copied[d, lo:hi] = True
+    bad = check & (state != want).any(axis=-1)
+    if bad.any():
+        r, ch = (int(x) for x in np.argwhere(bad)[0])
+        got = state[r, ch]
+        exp = want[r, ch]
+        if coll in REDUCING:
+            j = int(np.argmax(got != exp))
+            detail = f"holds rank {j}'s contribution {int(got[j])} times, expected {int(exp[j])}"
+        else:
+            detail = "does not hold it" if got.sum() == 0 else "holds it"
+        raise ScheduleError(f"{schedule.algorithm} {coll} p={p}: after the last step rank {r} chunk {ch} {detail}")
