@@ -335,20 +335,29 @@ class FlowSimulator:
         if self._added_from is not None:
             self._added_from = int(newpos[self._added_from - 1] + 1) if self._added_from else 0
         self._dirty = True
-        for k in np.unique(d_steps):
-            st = self.states[int(k)]
-            loc = d_local[d_steps == k]
+        ks = [int(d_steps[0])] if d_steps.min() == d_steps.max() else np.unique(d_steps).tolist()
+        for k in ks:
+            st = self.states[k]
+            loc = d_local if len(ks) == 1 else d_local[d_steps == k]
             np.subtract.at(st.sub_left, loc, 1)
-            loc = np.unique(loc)
-            self._push_arrivals(st, loc[st.sub_left[loc] == 0], now)
+            drained = np.zeros(st.n, dtype=bool)  # dedupe: sprayed subflows share a transfer
+            drained[loc[st.sub_left[loc] == 0]] = True
+            self._push_arrivals(st, np.flatnonzero(drained), now)
 
     def _push_arrivals(self, st, idx, now):
         if not idx.size:
             return
-        t_arr = now + st.lat[idx]
-        times, inv = np.unique(t_arr, return_inverse=True)
-        for j, t in enumerate(times):
-            self._push(float(t), _ARRIVE, st.k, idx[inv == j])
+        self._push_grouped(now + st.lat[idx], _ARRIVE, st.k, idx)
+
+    def _push_grouped(self, times, kind, k, idx):
+        """Push one heap entry per distinct time (usually there is just one)."""
+        lo = times.min()
+        if lo == times.max():
+            self._push(float(lo), kind, k, idx)
+            return
+        uniq, inv = np.unique(times, return_inverse=True)
+        for j, t in enumerate(uniq):
+            self._push(float(t), kind, k, idx[inv == j])
 
     def _arrive(self, st: _StepState, idx, now):
         cost = np.where(st.reduce[idx] & ~st.inline[idx], st.nbytes[idx] / self.reduce_Bps[st.dst[idx]], 0.0)
@@ -370,9 +379,7 @@ class FlowSimulator:
         done = start + (csum - before)
         last = np.concatenate([first[1:], [True]])
         self.reduce_free[dst[last]] = done[last]
-        times, inv = np.unique(done, return_inverse=True)
-        for j, t in enumerate(times):
-            self._push(float(t), _COMPLETE, st.k, idx[inv == j])
+        self._push_grouped(done, _COMPLETE, st.k, idx)
 
     def _complete(self, st: _StepState, idx, now):
         if self.cfg.record:
@@ -382,8 +389,9 @@ class FlowSimulator:
         ends = np.concatenate([st.src[idx], st.dst[idx]])
         np.subtract.at(self.outstanding, ends, 1)
         self.rank_gate[ends] = np.concatenate([idx, idx]) + st.gid0
-        ends = np.unique(ends)
-        released = ends[self.outstanding[ends] == 0]
+        touched = np.zeros(self.p, dtype=bool)
+        touched[ends] = True
+        released = np.flatnonzero(touched & (self.outstanding == 0))
         if released.size:
             self._enter(released, st.k + 1, now)
         if st.left == 0:

@@ -38,7 +38,8 @@ def all_shortest_paths(out_adj, in_adj, src: int, dst: int, max_paths: int = MAX
     front_f, front_b = [src], [dst]
     meet: list[int] = []
     while front_f and front_b:
-        if len(front_f) <= len(front_b):
+        # Grow the side whose next layer is cheaper to scan (a switch has a large fan-out).
+        if sum(len(out_adj[u]) for u in front_f) <= sum(len(in_adj[v]) for v in front_b):
             nxt = {}
             for u in front_f:
                 for v, link in out_adj[u]:
