@@ -83,11 +83,15 @@ def tables_from_engine(sim, time_s: float):
     net = sim.net
     nl = net.num_links
     caps = net.capacity_Bps[:nl]
+    mat = net.paths.matrix(sim.pad)
+    res_bytes = np.bincount(mat.ravel(), weights=np.repeat(sim.path_bytes[: len(mat)], mat.shape[1]),
+                            minlength=sim.pad + 1)
+    link_bytes = res_bytes[:nl]
     links = pd.DataFrame({
         "src": [u for u, _ in net.links], "dst": [v for _, v in net.links],
         "tier": [s.tier for s in net.link_specs], "bandwidth_GBps": caps / GB,
-        "bytes": sim.res_bytes[:nl],
-        "utilization": sim.res_bytes[:nl] / (caps * time_s) if time_s > 0 else 0.0})
+        "bytes": link_bytes,
+        "utilization": link_bytes / (caps * time_s) if time_s > 0 else 0.0})
     transfers = critical = None
     if sim.cfg.record:
         states = sorted(sim.done_states + list(sim.states.values()), key=lambda s: s.k)

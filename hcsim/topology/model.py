@@ -180,8 +180,9 @@ class Topology:
 
 
 def _npu_to_yaml(spec: NpuSpec) -> dict:
-    d = {"server": spec.server, "pod": spec.pod, "local_index": spec.local_index,
-         "reduce_GBps": spec.reduce_Bps / 1e9}
+    d = {"server": spec.server, "pod": spec.pod, "local_index": spec.local_index}
+    if spec.reduce_Bps != float("inf"):
+        d["reduce_GBps"] = spec.reduce_Bps / 1e9
     if spec.injection_Bps is not None:
         d["injection_GBps"] = spec.injection_Bps / 1e9
     if spec.ejection_Bps is not None:
@@ -201,6 +202,7 @@ class PathStore:
     inline_reduce: list = field(default_factory=list)
     bottleneck_Bps: list = field(default_factory=list)
     _arrays: tuple | None = None
+    _matrix: tuple | None = None
 
     def add(self, resources, latency_s, inline, bottleneck) -> int:
         self.res.extend(resources)
@@ -210,6 +212,20 @@ class PathStore:
         self.bottleneck_Bps.append(bottleneck)
         self._arrays = None
         return len(self.latency_s) - 1
+
+    def matrix(self, pad: int) -> np.ndarray:
+        """Resources of every path as rows of a matrix, short rows padded with ``pad``."""
+        if self._matrix is None or self._matrix[0] != len(self.latency_s) or self._matrix[1] != pad:
+            n = len(self.latency_s)
+            ptr = np.asarray(self.res_ptr, dtype=np.int64)
+            lens = np.diff(ptr)
+            width = int(lens.max()) if n else 1
+            mat = np.full((n, width), pad, dtype=np.int64)
+            cols = np.arange(width)
+            mask = cols[None, :] < lens[:, None]
+            mat[mask] = np.asarray(self.res, dtype=np.int64)
+            self._matrix = (n, pad, mat)
+        return self._matrix[2]
 
     def arrays(self):
         """(res_ptr, res, latency_s, inline_reduce, bottleneck_Bps) as numpy arrays."""

@@ -14,11 +14,12 @@ LINK_TIERS = ("hccs", "pcie", "roce", "ub", "sio", "eth", "ib", "nvlink", "gener
 """Link technologies a link may be tagged with (reports group links by tier)."""
 
 
-def _positive(field: str, value, allow_none: bool = False):
+def _positive(field: str, value, allow_none: bool = False, allow_inf: bool = False):
     if value is None and allow_none:
         return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise bad_value(field, value, "a finite number > 0")
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value <= 0
+            or (math.isinf(value) and not allow_inf)):
+        raise bad_value(field, value, "a number > 0" + ("" if allow_inf else ", finite"))
 
 
 def _non_negative(field: str, value):
@@ -66,7 +67,8 @@ class NpuSpec:
     local_index : int
         Device index inside its server (HCCL's inter-server traffic pairs same-index NPUs).
     reduce_Bps : float
-        Rate at which the NPU reduces received data when the link did not reduce inline.
+        Rate at which the NPU reduces received data when the link did not reduce inline
+        (default infinite: reduction is free unless a topology says otherwise).
     injection_Bps, ejection_Bps : float or None
         Limits on the total rate the NPU can send / receive over all its links (None: no limit).
     half_duplex : bool
@@ -77,7 +79,7 @@ class NpuSpec:
     server: int = 0
     pod: int = 0
     local_index: int = 0
-    reduce_Bps: float = 1e12
+    reduce_Bps: float = math.inf
     injection_Bps: float | None = None
     ejection_Bps: float | None = None
     half_duplex: bool = False
@@ -87,7 +89,7 @@ class NpuSpec:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
                 raise bad_value(name, v, "an integer >= 0")
-        _positive("reduce_bandwidth", self.reduce_Bps)
+        _positive("reduce_bandwidth", self.reduce_Bps, allow_inf=True)
         _positive("injection_bandwidth", self.injection_Bps, allow_none=True)
         _positive("ejection_bandwidth", self.ejection_Bps, allow_none=True)
         if self.half_duplex and self.injection_Bps is None and self.ejection_Bps is None:
