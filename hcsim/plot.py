@@ -1,0 +1,77 @@
+"""Drawing: sweeps and topologies. matplotlib is imported inside each function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+_LABEL = {"busbw_GBps": "bus bandwidth (GB/s)", "algbw_GBps": "algorithm bandwidth (GB/s)",
+          "time_us": "time (us)"}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_sweep(df: pd.DataFrame, path, metric: str = "busbw_GBps", title: str | None = None) -> Path:
+    """Plot ``metric`` against message size (log x), one line per algorithm; write ``path``."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for algo, part in df.groupby("algorithm", sort=False):
+        ax.plot(part["size_bytes"], part[metric], marker="o", ms=3, label=algo)
+    ax.set_xscale("log", base=2)
+    if metric == "time_us":
+        ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel(_LABEL.get(metric, metric))
+    if title is None and len(df):
+        first = df.iloc[0]
+        title = f"{first.collective}, {int(first.ranks)} ranks ({first['mode']})"
+    ax.set_title(title or "")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def draw_topology(topo, path) -> Path:
+    """Draw a topology: NPUs by server, switches and NICs, links coloured by tier."""
+    import networkx as nx
+
+    plt = _pyplot()
+    g = topo.graph.to_undirected(as_view=False)
+    colors = {"npu": "#d62728", "switch": "#1f77b4", "nic": "#2ca02c", "pcie": "#9467bd"}
+    tiers = sorted({d["spec"].tier for _, _, d in topo.graph.edges(data=True)})
+    cmap = plt.get_cmap("tab10")
+    tier_color = {t: cmap(i % 10) for i, t in enumerate(tiers)}
+    # Shells need only numpy (no scipy): NPUs outside in rank order, NICs, then switches.
+    shells = [topo.npus] + [[n for n, k in g.nodes(data="kind") if k == kind] for kind in ("nic", "pcie", "switch")]
+    pos = nx.shell_layout(g, nlist=[s for s in shells if s][::-1])
+    fig, ax = plt.subplots(figsize=(7, 7))
+    for tier in tiers:
+        edges = [(u, v) for u, v, d in g.edges(data=True) if d["spec"].tier == tier]
+        nx.draw_networkx_edges(g, pos, edgelist=edges, edge_color=[tier_color[tier]], ax=ax, alpha=0.6,
+                               label=tier)
+    kinds = nx.get_node_attributes(g, "kind")
+    nx.draw_networkx_nodes(g, pos, node_color=[colors[kinds[n]] for n in g.nodes], node_size=120, ax=ax)
+    if g.number_of_nodes() <= 64:
+        nx.draw_networkx_labels(g, pos, font_size=6, ax=ax)
+    ax.set_title(f"{topo.name}: {topo.num_npus} NPUs")
+    ax.legend(loc="lower right", fontsize=7)
+    ax.axis("off")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
