@@ -10,7 +10,14 @@ True
 """
 
 from . import algorithms  # noqa: F401  (registers the built-in algorithms)
-from .algorithms import COLLECTIVES, AlgorithmSpec, Schedule, algorithms_for, build_schedule, register
+from .algorithms import (
+    COLLECTIVES,
+    AlgorithmSpec,
+    Schedule,
+    algorithms_for,
+    build_schedule,
+    register,
+)
 from .api import simulate, sweep
 from .engine import Result
 from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError

@@ -19,7 +19,7 @@ def format_rows(df: pd.DataFrame) -> list[str]:
 
 def _line(cells, header=HEADER) -> str:
     # hccl_test pads every cell to its header's width plus one space, then "| ".
-    return "| ".join(c.ljust(len(h) + 1) for c, h in zip(cells, header)).rstrip()
+    return "| ".join(c.ljust(len(h) + 1) for c, h in zip(cells, header, strict=True)).rstrip()
 
 
 def format_sweep(df: pd.DataFrame, topology: str) -> str:

@@ -6,7 +6,14 @@ Importing this package registers ring, mesh, hd (recursive halving-doubling), tr
 
 from . import hd, mesh, pairwise, ring, tree  # noqa: F401  (registration side effect)
 from .cost import AlphaBetaGamma
-from .registry import REGISTRY, AlgorithmSpec, algorithms_for, build_schedule, get_algorithm, register
+from .registry import (
+    REGISTRY,
+    AlgorithmSpec,
+    algorithms_for,
+    build_schedule,
+    get_algorithm,
+    register,
+)
 from .schedule import (
     BUSBW_FACTOR,
     COLLECTIVES,

@@ -15,7 +15,15 @@ import numpy as np
 
 from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, register
-from .schedule import ChunkSpace, CollectiveArgs, LazySteps, Schedule, data_bytes, make_step, split_bytes
+from .schedule import (
+    ChunkSpace,
+    CollectiveArgs,
+    LazySteps,
+    Schedule,
+    data_bytes,
+    make_step,
+    split_bytes,
+)
 
 SOURCE = "hicann/hccl docs/zh/user_guide/coll_algo_intro (Ring); FACTS.md s1"
 

@@ -1,0 +1,65 @@
+"""Property: on a contention-free topology the event-driven engine reproduces every
+algorithm's closed form, and every schedule passes the semantic verifier (p = 2..64)."""
+
+import pytest
+from helpers import mesh_topology
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hcsim
+from hcsim.algorithms import REGISTRY
+from hcsim.algorithms.cost import log2_floor
+
+PAIRS = [(c, a) for c, algos in REGISTRY.items() for a in algos]
+
+
+def even_size(p: int, k: int) -> int:
+    """A size every chunking of these algorithms splits evenly (p, p' = 2^floor(log2 p), p*p)."""
+    return p * p * (1 << log2_floor(p)) * k
+
+
+@pytest.mark.parametrize("collective,algorithm", PAIRS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=st.integers(2, 64), k=st.integers(1, 64),
+       bw=st.sampled_from([1e9, 18.3e9, 200e9]), lat=st.sampled_from([0.0, 0.6e-6, 5e-6]),
+       red=st.sampled_from([float("inf"), 10e9, 3e9]), ovh=st.sampled_from([0.0, 1.02e-6, 20e-6]),
+       launch=st.sampled_from([0.0, 10e-6]), data=st.data())
+def test_event_driven_equals_closed_form(collective, algorithm, p, k, bw, lat, red, ovh, launch, data):
+    topo = mesh_topology(p, bw, lat, red)
+    root = data.draw(st.integers(0, p - 1))
+    size = even_size(p, k)
+    kw = dict(root=root, step_overhead_s=ovh, launch_overhead_s=launch)
+    des = hcsim.simulate(topo, collective, size, algorithm, verify=True, record=False, **kw)
+    ana = hcsim.simulate(topo, collective, size, algorithm, mode="analytical", verify=False, **kw)
+    assert des.time_s == pytest.approx(ana.time_s, rel=1e-9, abs=0)
+
+
+def test_closed_forms_match_hccl_documented_formulas():
+    # HCCL docs (FACTS.md s1), p = 8, alpha = 1 us, beta = 1/10 GB/s, gamma = 1/5 GB/s, n = 64 MiB
+    from hcsim.algorithms import AlphaBetaGamma, CollectiveArgs, get_algorithm
+
+    a, b, g, n, p = 1e-6, 1 / 10e9, 1 / 5e9, 64 << 20, 8
+    m = AlphaBetaGamma(a, b, g)
+
+    def cost(coll, algo, p=p):
+        return get_algorithm(coll, algo).cost(CollectiveArgs(coll, p, n), m)
+
+    assert cost("allreduce", "ring") == pytest.approx(2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g)
+    assert cost("allreduce", "mesh") == pytest.approx(2 * a + 2 * n / p * b + (p - 1) / p * n * g)
+    assert cost("allreduce", "hd") == pytest.approx(2 * 3 * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g)
+    # non-power-of-two H-D_R, p = 6, p' = 4: (2 floor(log p) + 2) a + (2(p'-1)/p' + 2) n b + ((p'-1)/p' + 1) n g
+    pp = 4
+    assert cost("allreduce", "hd", 6) == pytest.approx(6 * a + (2 * (pp - 1) / pp + 2) * n * b + ((pp - 1) / pp + 1) * n * g)
+    assert cost("broadcast", "ring") == pytest.approx((p - 1) * (a + n * b))
+    assert cost("broadcast", "mesh") == pytest.approx(a + n * b)
+    assert cost("alltoall", "pairwise") == pytest.approx((p - 1) * a + (p - 1) * n / p * b)
+    assert cost("allgather", "hd") == pytest.approx(3 * a + (p - 1) / p * n * b)  # Thakur: lg p a + (p-1)/p n b
+    assert cost("broadcast", "tree") == pytest.approx(3 * (a + n * b))
+
+
+def test_uneven_sizes_stay_within_a_byte_per_chunk_of_the_closed_form():
+    topo = mesh_topology(7, 10e9, 1e-6, 5e9)
+    for algo in REGISTRY["allreduce"]:
+        des = hcsim.simulate(topo, "allreduce", 1_000_003, algo)
+        ana = hcsim.simulate(topo, "allreduce", 1_000_003, algo, mode="analytical")
+        assert des.time_s == pytest.approx(ana.time_s, rel=1e-5)
