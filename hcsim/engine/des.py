@@ -89,29 +89,36 @@ class _StepRouting:
     sub_path: np.ndarray  # path id of each subflow
     lat: np.ndarray       # per transfer: largest latency over its paths
     inline: np.ndarray    # per transfer: every path reduces inline
-    inc_ptr: np.ndarray   # rank -> transfers it takes part in (CSR)
-    inc_tr: np.ndarray
+    out_ptr: np.ndarray   # rank -> transfers it sends (CSR)
+    out_tr: np.ndarray
+    in_ptr: np.ndarray    # rank -> transfers it receives (CSR)
+    in_tr: np.ndarray
     deg: np.ndarray       # per rank: transfers it takes part in
     single: bool          # every transfer has exactly one path
+    one_each: bool        # every rank sends at most one and receives at most one transfer
 
 
 class _StepState:
     """Live state of one step that some rank has entered."""
 
-    __slots__ = ("k", "src", "dst", "nbytes", "reduce", "n", "entered", "left", "route", "sub_left",
-                 "gid0", "t_ready", "t_start", "t_end", "pred")
+    __slots__ = ("k", "src", "dst", "nbytes", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
+                 "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce")
 
-    def __init__(self, k, step, route: _StepRouting, gid0, record):
+    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
-        self.entered = np.zeros(self.n, dtype=np.int8)
+        self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step
+        self.dst_in = np.zeros(self.n, dtype=bool)  # the receiver has entered this step
         self.left = self.n
         self.route = route
         self.sub_left = np.diff(route.sub_ptr)
         self.gid0 = gid0
+        # time the destination's reduction unit spends on each transfer (0: none or inline)
+        self.reduce_s = np.where(self.reduce & ~route.inline, self.nbytes / reduce_Bps[self.dst], 0.0)
+        self.any_reduce = bool((self.reduce_s > 0).any())
         if record:
             self.t_ready = np.full(self.n, np.nan)
             self.t_start = np.full(self.n, np.nan)
@@ -160,6 +167,7 @@ class FlowSimulator:
         self.rank_gate = np.full(self.p, -1, dtype=np.int64)
         self.finish_s = np.full(self.p, np.nan)
         self.reduce_free = np.zeros(self.p)
+        self._mark = np.zeros(self.p, dtype=bool)  # scratch, all False between uses
         # steps
         self.states: dict[int, _StepState] = {}
         self.done_states: list[_StepState] = []
@@ -224,13 +232,13 @@ class FlowSimulator:
         g_inline = np.logical_and.reduceat(p_inline[g_flat], g_ptr[:-1]) if len(groups) else np.zeros(0, bool)
         sub_ptr = np.concatenate([[0], np.cumsum(g_n[inv])])
         pos, _ = _csr_rows(g_ptr, inv)
-        ends = np.concatenate([step.src, step.dst])
-        order = np.argsort(ends, kind="stable")
-        n = len(step)
-        deg = np.bincount(ends, minlength=self.p)
+        n_out = np.bincount(step.src, minlength=self.p)
+        n_in = np.bincount(step.dst, minlength=self.p)
         route = _StepRouting(sub_ptr, g_flat[pos], g_lat[inv], g_inline[inv],
-                             np.concatenate([[0], np.cumsum(deg)]), np.tile(np.arange(n), 2)[order], deg,
-                             bool((g_n == 1).all()))
+                             np.concatenate([[0], np.cumsum(n_out)]), np.argsort(step.src, kind="stable"),
+                             np.concatenate([[0], np.cumsum(n_in)]), np.argsort(step.dst, kind="stable"),
+                             n_out + n_in, bool((g_n == 1).all()),
+                             bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
         self._route_cache = (step.src, step.dst, route)
         self._path_mat = net.paths.matrix(self.pad)
         if self.path_bytes.size < len(p_lat):
@@ -241,9 +249,12 @@ class FlowSimulator:
         st = self.states.get(k)
         if st is None:
             step = self.schedule.steps[k]
-            st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record)
+            st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps)
             self.next_gid += st.n
             self.step_count[k] = st.n
+            r = st.route  # every byte of the step will cross its paths: count them once here
+            per_sub = np.repeat(st.nbytes / np.maximum(np.diff(r.sub_ptr), 1), np.diff(r.sub_ptr))
+            self.path_bytes += np.bincount(r.sub_path, weights=per_sub, minlength=self.path_bytes.size)
             self.states[k] = st
         return st
 
@@ -259,23 +270,33 @@ class FlowSimulator:
             deg = st.route.deg[ranks]
             self.outstanding[ranks] = deg
             if st.n:
-                pos, _ = _csr_rows(st.route.inc_ptr, ranks)
-                trs = st.route.inc_tr[pos]
-                np.add.at(st.entered, trs, 1)
-                cand = trs[st.entered[trs] == 2]
-                if cand.size:
-                    mark = np.zeros(st.n, dtype=bool)
-                    mark[cand] = True
-                    self._start(st, np.flatnonzero(mark), now, ranks)
+                r = st.route
+                if r.one_each:
+                    lo = r.out_ptr[ranks]
+                    outs = r.out_tr[lo[r.out_ptr[ranks + 1] > lo]]
+                    lo = r.in_ptr[ranks]
+                    ins = r.in_tr[lo[r.in_ptr[ranks + 1] > lo]]
+                else:
+                    outs = r.out_tr[_csr_rows(r.out_ptr, ranks)[0]]
+                    ins = r.in_tr[_csr_rows(r.in_ptr, ranks)[0]]
+                # receivers entering now whose sender was already in; then senders entering now
+                # whose receiver is in (possibly just now): each ready transfer is found once
+                ready_in = ins[st.src_in[ins]]
+                st.dst_in[ins] = True
+                st.src_in[outs] = True
+                ready_out = outs[st.dst_in[outs]]
+                if ready_in.size or ready_out.size:
+                    self._start(st, ready_in, ready_out, now)
             ranks = ranks[deg == 0]
             k += 1
 
-    def _start(self, st: _StepState, idx, now, entering):
+    def _start(self, st: _StepState, ready_in, ready_out, now):
+        idx = np.concatenate([ready_in, ready_out]) if ready_in.size and ready_out.size else (
+            ready_in if ready_in.size else ready_out)
         if self.cfg.record:
             st.t_ready[idx] = now
-            came = np.zeros(self.p, dtype=bool)
-            came[entering] = True
-            st.pred[idx] = self.rank_gate[np.where(came[st.src[idx]], st.src[idx], st.dst[idx])]
+            gate = np.concatenate([st.dst[ready_in], st.src[ready_out]])  # the rank that came last
+            st.pred[idx] = self.rank_gate[gate]
         self.step_ready_s[st.k] = min(self.step_ready_s[st.k], now)
         self._push_grouped(now + self.cfg.step_overhead_s + st.route.lat[idx], _ACTIVATE, st.k, idx)
 
@@ -363,7 +384,6 @@ class FlowSimulator:
             if not paths.size:
                 return
         res = self._path_mat[paths].ravel()
-        np.add.at(self.path_bytes, paths, nbytes)
         np.add.at(self.res_count, res, 1)
         self.res_count[self.pad] = 0
         if not self._need_full and (self.res_count[res] > 1).any():
@@ -409,7 +429,10 @@ class FlowSimulator:
                 self._arrive(st, arrived, now)
 
     def _arrive(self, st: _StepState, idx, now):
-        cost = np.where(st.reduce[idx] & ~st.route.inline[idx], st.nbytes[idx] / self.reduce_Bps[st.dst[idx]], 0.0)
+        if not st.any_reduce:
+            self._complete(st, idx, now)
+            return
+        cost = st.reduce_s[idx]
         q = cost > 0
         if not q.all():
             self._complete(st, idx[~q], now)
@@ -434,12 +457,26 @@ class FlowSimulator:
             st.t_end[idx] = now
         self.step_end_s[st.k] = max(self.step_end_s[st.k], now)
         st.left -= idx.size
-        ends = np.concatenate([st.src[idx], st.dst[idx]])
-        np.subtract.at(self.outstanding, ends, 1)
-        self.rank_gate[ends] = np.concatenate([idx, idx]) + st.gid0
-        touched = np.zeros(self.p, dtype=bool)
-        touched[ends] = True
-        released = np.flatnonzero(touched & (self.outstanding == 0))
+        src, dst = st.src[idx], st.dst[idx]
+        if st.route.one_each:  # no rank twice among the senders, nor among the receivers
+            self.outstanding[src] -= 1
+            self.outstanding[dst] -= 1
+        else:
+            np.subtract.at(self.outstanding, src, 1)
+            np.subtract.at(self.outstanding, dst, 1)
+        if self.cfg.record:
+            self.rank_gate[src] = idx + st.gid0
+            self.rank_gate[dst] = idx + st.gid0
+        # a rank is released once: as a receiver, or as a sender that received nothing just now
+        done_dst = dst[self.outstanding[dst] == 0]
+        self._mark[dst] = True
+        done_src = src[(self.outstanding[src] == 0) & ~self._mark[src]]
+        self._mark[dst] = False
+        if done_src.size > 1 and not st.route.one_each:
+            done_src = np.unique(done_src)
+        if done_dst.size > 1 and not st.route.one_each:
+            done_dst = np.unique(done_dst)
+        released = np.concatenate([done_dst, done_src]) if done_src.size else done_dst
         if released.size:
             self._enter(released, st.k + 1, now)
         if st.left == 0:
