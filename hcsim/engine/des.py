@@ -102,7 +102,7 @@ class _StepState:
     """Live state of one step that some rank has entered."""
 
     __slots__ = ("k", "src", "dst", "nbytes", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
-                 "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce")
+                 "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero")
 
     def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps):
         self.k = k
@@ -119,6 +119,7 @@ class _StepState:
         # time the destination's reduction unit spends on each transfer (0: none or inline)
         self.reduce_s = np.where(self.reduce & ~route.inline, self.nbytes / reduce_Bps[self.dst], 0.0)
         self.any_reduce = bool((self.reduce_s > 0).any())
+        self.has_zero = bool((self.nbytes <= 0).any())
         if record:
             self.t_ready = np.full(self.n, np.nan)
             self.t_start = np.full(self.n, np.nan)
@@ -168,6 +169,7 @@ class FlowSimulator:
         self.finish_s = np.full(self.p, np.nan)
         self.reduce_free = np.zeros(self.p)
         self._mark = np.zeros(self.p, dtype=bool)  # scratch, all False between uses
+        self._next_drain = math.inf
         # steps
         self.states: dict[int, _StepState] = {}
         self.done_states: list[_StepState] = []
@@ -348,13 +350,15 @@ class FlowSimulator:
 
     # ---------------------------------------------------------------- instants
     def _next_time(self) -> float:
+        self._next_drain = float(self.s_end.min())
         t = self.heap[0][0] if self.heap else math.inf
-        return min(t, float(self.s_end.min()))
+        return min(t, self._next_drain)
 
     def _instant(self, now: float):
         self.instants += 1
         tol = 1e-12 * abs(now) + 1e-18
-        self._drain(now, tol)
+        if self._next_drain <= now + tol:
+            self._drain(now, tol)
         while self.heap and self.heap[0][0] <= now + tol:
             _, kind, _, k, idx = heapq.heappop(self.heap)
             if kind == _ACTIVATE:
@@ -374,8 +378,8 @@ class FlowSimulator:
             paths = st.route.sub_path[pos]
             tr = np.repeat(idx, counts)
             nbytes = st.nbytes[tr] / np.repeat(counts, counts)
-        zero = nbytes <= 0
-        if zero.any():  # nothing to move: it has arrived
+        zero = nbytes <= 0 if st.has_zero else None
+        if zero is not None and zero.any():  # nothing to move: it has arrived
             ztr = np.flatnonzero(np.bincount(tr[zero], minlength=st.n))
             st.sub_left[ztr] = 0
             self._arrive(st, ztr, now)
@@ -501,7 +505,7 @@ class FlowSimulator:
             sel = rates != self.s_rate[active]
             changed, new = active[sel], rates[sel]
         else:  # every new flow is alone on all its resources: it gets its path's bottleneck
-            changed = np.concatenate(self._new_slots)
+            changed = self._new_slots[0] if len(self._new_slots) == 1 else np.concatenate(self._new_slots)
             new = p_bw[self.s_path[changed]]
         if changed.size:
             rem = self.s_rem[changed] - self.s_rate[changed] * (now - self.s_t0[changed])
