@@ -36,7 +36,6 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
             seen_pairs.update(np.unique(keys).tolist())
         if step.reduce.any():
             reduce_pairs.update(np.unique(keys[step.reduce]).tolist())
-    _, _, p_lat, p_inline, p_bw = (None, None, *net.paths.arrays()[2:])
     for key in sorted(seen_pairs):
         ids = list(net.route(key // nn, key % nn, routing, seed))
         _, _, p_lat, p_inline, p_bw = net.paths.arrays()

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import pandas as pd
 
 from . import verify as _verify
-from .algorithms.registry import get_algorithm, make_args
-from .algorithms.schedule import check_structure
+from .algorithms.registry import algorithms_for, get_algorithm, make_args
+from .algorithms.schedule import REDUCING, check_structure
 from .analytical import path_parameters
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
@@ -85,12 +85,13 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,
                        launch_overhead_s=defaults.launch_overhead_s if launch_overhead_s is None else launch_overhead_s,
                        routing=routing, ecmp_seed=ecmp_seed, record=False)
+    if verify not in (False, "auto", True):
+        raise bad_value("verify", verify, "'auto', True or False")
     schedule = spec.build(args)
-    check_structure(schedule) if mode == "des" else None
     if verify is True or (verify == "auto" and (spec.user or _small_enough(schedule))):
         _verify.verify(schedule)
-    elif verify not in (False, "auto", True):
-        raise bad_value("verify", verify, "'auto', True or False")
+    elif mode == "des":
+        check_structure(schedule)
     config = {"topology": topo.name, "routing": routing, "step_overhead_s": cfg.step_overhead_s,
               "launch_overhead_s": cfg.launch_overhead_s, "root": root}
     if mode == "analytical":
@@ -114,8 +115,6 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
 
 
 def _small_enough(schedule) -> bool:
-    from .algorithms.schedule import REDUCING
-
     k = schedule.p if schedule.args.collective in REDUCING else 1
     return schedule.p * schedule.num_chunks * k <= AUTO_VERIFY_STATE
 
@@ -161,8 +160,6 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     >>> list(df["size_bytes"].unique())
     [1024, 2048, 4096]
     """
-    from .algorithms.registry import algorithms_for
-
     topo = load_topology(topology)
     size_list = resolve_sizes(sizes, factor)
     if algorithms is None:

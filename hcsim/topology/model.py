@@ -309,6 +309,3 @@ class _Compiled:
         out = tuple(ids)
         self._routes[key] = out
         return out
-
-    def describe(self) -> dict:
-        return {"links": self.num_links, "resources": len(self.capacity_Bps)}
