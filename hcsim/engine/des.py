@@ -183,7 +183,6 @@ class FlowSimulator:
         self.seq = 0
         # flow slot table
         self._grow(1024)
-        self._new_slots: list[np.ndarray] = []
         self._need_full = False
         self.instants = 0
         self.full_recomputes = 0
@@ -243,6 +242,7 @@ class FlowSimulator:
                              bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
         self._route_cache = (step.src, step.dst, route)
         self._path_mat = net.paths.matrix(self.pad)
+        self._path_bw = net.paths.arrays()[4]
         if self.path_bytes.size < len(p_lat):
             self.path_bytes = np.concatenate([self.path_bytes, np.zeros(len(p_lat) - self.path_bytes.size)])
         return route
@@ -365,8 +365,8 @@ class FlowSimulator:
                 self._activate(self.states[k], idx, now)
             else:
                 self._complete(self.states[k], idx, now)
-        if self._new_slots or self._need_full:
-            self._update_rates(now)
+        if self._need_full:
+            self._recompute_rates(now)
 
     def _activate(self, st: _StepState, idx, now):
         if self.cfg.record:
@@ -397,10 +397,14 @@ class FlowSimulator:
         self.s_local[slots] = tr
         self.s_path[slots] = paths
         self.s_rem[slots] = nbytes
-        self.s_rate[slots] = 0.0
         self.s_t0[slots] = now
         self.s_active[slots] = True
-        self._new_slots.append(slots)
+        if self._need_full:  # rates wait for the full recomputation at the end of the instant
+            self.s_rate[slots] = 0.0
+        else:  # alone on every resource so far: its rate is its path's bottleneck
+            rate = self._path_bw[paths]
+            self.s_rate[slots] = rate
+            self.s_end[slots] = now + nbytes / rate
 
     def _drain(self, now, tol):
         done = np.flatnonzero(self.s_end <= now + tol)
@@ -415,7 +419,6 @@ class FlowSimulator:
             self._need_full = True  # someone still shares a freed resource: their rate may rise
         self.s_end[done] = np.inf
         self.s_active[done] = False
-        self.s_rate[done] = 0.0
         self._release(done)
         ks = [int(d_steps[0])] if d_steps.min() == d_steps.max() else np.unique(d_steps).tolist()
         for k in ks:
@@ -493,25 +496,20 @@ class FlowSimulator:
             if self.cfg.record:
                 self.done_states.append(st)
 
-    def _update_rates(self, now):
-        _, _, _, _, p_bw = self.net.paths.arrays()
-        if self._need_full:
-            self.full_recomputes += 1
-            active = np.flatnonzero(self.s_active)
-            mat = self._path_mat[self.s_path[active]]
-            flow = np.broadcast_to(np.arange(active.size)[:, None], mat.shape)
-            real = mat != self.pad
-            rates = max_min_rates(flow[real], mat[real], self.capacity, active.size)
-            sel = rates != self.s_rate[active]
-            changed, new = active[sel], rates[sel]
-        else:  # every new flow is alone on all its resources: it gets its path's bottleneck
-            changed = self._new_slots[0] if len(self._new_slots) == 1 else np.concatenate(self._new_slots)
-            new = p_bw[self.s_path[changed]]
+    def _recompute_rates(self, now):
+        """Max-min rates for every active flow; only flows whose rate changed get a new end."""
+        self.full_recomputes += 1
+        active = np.flatnonzero(self.s_active)
+        mat = self._path_mat[self.s_path[active]]
+        flow = np.broadcast_to(np.arange(active.size)[:, None], mat.shape)
+        real = mat != self.pad
+        rates = max_min_rates(flow[real], mat[real], self.capacity, active.size)
+        sel = rates != self.s_rate[active]
+        changed, new = active[sel], rates[sel]
         if changed.size:
             rem = self.s_rem[changed] - self.s_rate[changed] * (now - self.s_t0[changed])
             self.s_rem[changed] = rem
             self.s_t0[changed] = now
             self.s_rate[changed] = new
             self.s_end[changed] = now + rem / new
-        self._new_slots = []
         self._need_full = False
