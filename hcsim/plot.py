@@ -19,6 +19,17 @@ def _pyplot():
     return plt
 
 
+def _save(fig, path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot_sweep(df: pd.DataFrame, path, metric: str = "busbw_GBps", title: str | None = None) -> Path:
     """Plot ``metric`` against message size (log x), one line per algorithm; write ``path``."""
     plt = _pyplot()
@@ -36,12 +47,7 @@ def plot_sweep(df: pd.DataFrame, path, metric: str = "busbw_GBps", title: str | 
     ax.set_title(title or "")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def draw_topology(topo, path) -> Path:
@@ -69,9 +75,4 @@ def draw_topology(topo, path) -> Path:
     ax.set_title(f"{topo.name}: {topo.num_npus} NPUs")
     ax.legend(loc="lower right", fontsize=7)
     ax.axis("off")
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

@@ -32,40 +32,21 @@ def all_shortest_paths(out_adj, in_adj, src: int, dst: int, max_paths: int = MAX
     """
     if src == dst:
         return [()]
-    # preds_f[v]: list of (u, link) with u one hop closer to src; succs_b likewise towards dst.
+    # preds_f[v]: (u, link) with u one hop closer to src; succs_b[v]: (w, link) one hop closer to dst.
     preds_f = {src: []}
     succs_b = {dst: []}
     front_f, front_b = [src], [dst]
-    meet: list[int] = []
     while front_f and front_b:
         # Grow the side whose next layer is cheaper to scan (a switch has a large fan-out).
         if sum(len(out_adj[u]) for u in front_f) <= sum(len(in_adj[v]) for v in front_b):
-            nxt = {}
-            for u in front_f:
-                for v, link in out_adj[u]:
-                    if v in preds_f:
-                        continue
-                    nxt.setdefault(v, []).append((u, link))
-            if not nxt:
-                return []
-            preds_f.update(nxt)
-            front_f = sorted(nxt)
+            front_f = _grow_layer(front_f, out_adj, preds_f)
             meet = [v for v in front_f if v in succs_b]
         else:
-            nxt = {}
-            for v in front_b:
-                for u, link in in_adj[v]:
-                    if u in succs_b:
-                        continue
-                    nxt.setdefault(u, []).append((v, link))
-            if not nxt:
-                return []
-            succs_b.update(nxt)
-            front_b = sorted(nxt)
+            front_b = _grow_layer(front_b, in_adj, succs_b)
             meet = [u for u in front_b if u in preds_f]
         if meet:
             break
-    if not meet:
+    else:
         return []
 
     def heads(v):  # link paths src -> v
@@ -91,6 +72,17 @@ def all_shortest_paths(out_adj, in_adj, src: int, dst: int, max_paths: int = MAX
             if len(paths) >= max_paths:
                 return paths
     return paths
+
+
+def _grow_layer(front, adj, seen):
+    """Next BFS layer from ``front`` over ``adj``; records every way in for each new node."""
+    nxt: dict[int, list] = {}
+    for u in front:
+        for v, link in adj[u]:
+            if v not in seen:
+                nxt.setdefault(v, []).append((u, link))
+    seen.update(nxt)
+    return sorted(nxt)
 
 
 def ecmp_index(src: int, dst: int, n_paths: int, seed: int = 0) -> int:
