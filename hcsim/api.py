@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from . import verify as _verify
-from .algorithms.registry import algorithms_for, get_algorithm, make_args
+from .algorithms.registry import algorithms_for, get_algorithm, make_args, run_builder
 from .algorithms.schedule import REDUCING, check_structure
 from .analytical import path_parameters
 from .engine.des import EngineConfig, FlowSimulator
@@ -23,6 +23,8 @@ DEFAULT_ALGORITHM = {"allreduce": "ring", "allgather": "ring", "reducescatter": 
 """Algorithm used when none is named."""
 
 RECORD_LIMIT = 1_000_000
+"""``record="auto"`` keeps per-transfer times when ranks x steps is at most this."""
+
 AUTO_VERIFY_STATE = 1 << 21
 """``verify="auto"`` checks built-in algorithms when the verifier's state is at most this
 (p = 128 for ring allreduce); their structure does not change with p, and the tests
@@ -87,7 +89,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                        routing=routing, ecmp_seed=ecmp_seed, record=False)
     if verify not in (False, "auto", True):
         raise bad_value("verify", verify, "'auto', True or False")
-    schedule = spec.build(args)
+    schedule = run_builder(spec, args)
     if verify is True or (verify == "auto" and (spec.user or _small_enough(schedule))):
         _verify.verify(schedule)
     elif mode == "des":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.schedule import REDUCING, ChunkSpace, Schedule, check_structure
+from .algorithms.schedule import REDUCING, ChunkSpace, Schedule, check_structure, data_bytes
 from .errors import ScheduleError
 
 MAX_STATE = 50_000_000
@@ -90,6 +90,12 @@ def verify(schedule: Schedule) -> None:
     """
     check_structure(schedule)
     coll = schedule.args.collective
+    total, want_total = int(np.sum(schedule.chunk_bytes)), data_bytes(schedule.args)
+    if total != want_total:
+        raise ScheduleError(f"{schedule.algorithm} {coll}: its chunks hold {total} bytes, but a {coll} of "
+                            f"{schedule.args.nbytes} bytes on {schedule.p} ranks moves {want_total}")
+    if (np.asarray(schedule.chunk_bytes) < 0).any():
+        raise ScheduleError(f"{schedule.algorithm} {coll}: negative chunk size")
     space = ChunkSpace(schedule.chunk_bytes)
     state, want, check = initial_and_expected(schedule)
     p, c = schedule.p, schedule.num_chunks

@@ -95,7 +95,11 @@ def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 
     (3, 1024)
     """
     spec = get_algorithm(collective, algorithm)
-    args = make_args(collective, p, nbytes, root)
+    return run_builder(spec, make_args(collective, p, nbytes, root))
+
+
+def run_builder(spec: AlgorithmSpec, args: CollectiveArgs) -> Schedule:
+    """Call an algorithm's builder and check it answered the call it was given."""
     sched = spec.build(args)
     if not isinstance(sched, Schedule):
         raise ScheduleError(f"algorithm {spec.name!r} returned {type(sched).__name__}, not a Schedule")

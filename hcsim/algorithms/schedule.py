@@ -87,7 +87,10 @@ def make_step(src, dst, nbytes, reduce, chunk_lo, chunk_hi) -> Step:
 
     def arr(x, dtype):
         x = np.asarray(x, dtype=dtype)
-        return x if x.shape == (n,) else np.broadcast_to(x, (n,))
+        if x.shape != (n,):
+            return np.broadcast_to(x, (n,))
+        x.flags.writeable = False  # the engine caches routing by array identity: no mutation after
+        return x
 
     src = arr(src, np.int64)
 

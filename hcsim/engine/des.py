@@ -148,6 +148,9 @@ class FlowSimulator:
     3.0
     """
 
+    force_full_recompute = False
+    """Recompute max-min rates at every instant (tests compare this with the fast path)."""
+
     def __init__(self, topo, rank_nodes, schedule, config: EngineConfig):
         self.net = topo.compiled()
         self.schedule = schedule
@@ -170,6 +173,7 @@ class FlowSimulator:
         self.reduce_free = np.zeros(self.p)
         self._mark = np.zeros(self.p, dtype=bool)  # scratch, all False between uses
         self._next_drain = math.inf
+        self._t0 = 0.0
         # steps
         self.states: dict[int, _StepState] = {}
         self.done_states: list[_StepState] = []
@@ -197,7 +201,7 @@ class FlowSimulator:
 
     def process(self, env: simpy.Environment):
         """SimPy process: drives the schedule; its value is the time it took (s)."""
-        t0 = env.now
+        t0 = self._t0 = env.now
         if self.cfg.launch_overhead_s:
             yield env.timeout(self.cfg.launch_overhead_s)
         now = env.now
@@ -356,7 +360,7 @@ class FlowSimulator:
 
     def _instant(self, now: float):
         self.instants += 1
-        tol = 1e-12 * abs(now) + 1e-18
+        tol = 1e-12 * (now - self._t0) + 1e-18  # relative to this collective's own time scale
         if self._next_drain <= now + tol:
             self._drain(now, tol)
         while self.heap and self.heap[0][0] <= now + tol:
@@ -365,7 +369,7 @@ class FlowSimulator:
                 self._activate(self.states[k], idx, now)
             else:
                 self._complete(self.states[k], idx, now)
-        if self._need_full:
+        if self._need_full or self.force_full_recompute:
             self._recompute_rates(now)
 
     def _activate(self, st: _StepState, idx, now):
@@ -399,7 +403,7 @@ class FlowSimulator:
         self.s_rem[slots] = nbytes
         self.s_t0[slots] = now
         self.s_active[slots] = True
-        if self._need_full:  # rates wait for the full recomputation at the end of the instant
+        if self._need_full or self.force_full_recompute:  # rates wait for the full recomputation
             self.s_rate[slots] = 0.0
         else:  # alone on every resource so far: its rate is its path's bottleneck
             rate = self._path_bw[paths]
@@ -447,7 +451,7 @@ class FlowSimulator:
             return
         idx, cost = idx[q], cost[q]
         dst = st.dst[idx]
-        order = np.argsort(dst, kind="stable")
+        order = np.lexsort((idx, dst))  # by destination, ties by transfer index: deterministic
         idx, cost, dst = idx[order], cost[order], dst[order]
         first = np.concatenate([[True], dst[1:] != dst[:-1]])
         csum = np.cumsum(cost)

@@ -84,8 +84,10 @@ def tables_from_engine(sim, time_s: float):
     nl = net.num_links
     caps = net.capacity_Bps[:nl]
     mat = net.paths.matrix(sim.pad)
-    res_bytes = np.bincount(mat.ravel(), weights=np.repeat(sim.path_bytes[: len(mat)], mat.shape[1]),
-                            minlength=sim.pad + 1)
+    # the topology's path store is shared and may have grown since this run routed its last step
+    path_bytes = np.zeros(len(mat))
+    path_bytes[: sim.path_bytes.size] = sim.path_bytes
+    res_bytes = np.bincount(mat.ravel(), weights=np.repeat(path_bytes, mat.shape[1]), minlength=sim.pad + 1)
     link_bytes = res_bytes[:nl]
     links = pd.DataFrame({
         "src": [u for u, _ in net.links], "dst": [v for _, v in net.links],

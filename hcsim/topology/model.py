@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -34,8 +35,8 @@ class ExecutionDefaults:
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise bad_value(name, v, "a number of seconds >= 0")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise bad_value(name, v, "a finite number of seconds >= 0")
 
 
 class Topology:

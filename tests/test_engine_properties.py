@@ -1,0 +1,135 @@
+"""Engine properties over random topologies and schedules, and regression tests from review."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hcsim
+from hcsim.algorithms import CollectiveArgs, Schedule, build_schedule, make_step
+from hcsim.engine import EngineConfig, FlowSimulator
+from hcsim.errors import ScheduleError
+from hcsim.topology import full_mesh, leaf_spine, ring, single_switch, torus
+
+
+def random_topology(rng):
+    kind = rng.integers(5)
+    bw = float(rng.choice([1e9, 10e9, 25e9]))
+    lat = float(rng.choice([0.0, 1e-6]))
+    npu = {}
+    if rng.random() < 0.4:
+        npu["injection_Bps"] = bw * float(rng.choice([0.5, 1.5]))
+        npu["half_duplex"] = bool(rng.random() < 0.5)
+    if rng.random() < 0.5:
+        npu["reduce_Bps"] = bw * float(rng.choice([0.3, 2.0]))
+    if kind == 0:
+        return single_switch(int(rng.integers(3, 9)), bw, lat, **npu)
+    if kind == 1:
+        return leaf_spine(int(rng.integers(2, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 3)), bw, lat,
+                          oversubscription=float(rng.choice([0.5, 1.0, 3.0])), **npu)
+    if kind == 2:
+        return ring(int(rng.integers(3, 8)), bw, lat, **npu)
+    if kind == 3:
+        return torus((3, 3), bw, lat, **npu)
+    return full_mesh(int(rng.integers(3, 7)), bw, lat, **npu)
+
+
+def random_schedule(rng, p):
+    steps = []
+    for _ in range(int(rng.integers(1, 5))):
+        n = int(rng.integers(1, 2 * p))
+        src = rng.integers(0, p, n)
+        dst = (src + rng.integers(1, p, n)) % p
+        nbytes = rng.integers(0, 5, n) * 250_000
+        steps.append(make_step(src, dst, nbytes, rng.random(n) < 0.4, 0, 1))
+    return Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "random")
+
+
+def run(topo, sched, routing, full):
+    sim = FlowSimulator(topo, topo.npus, sched, EngineConfig(step_overhead_s=0.5e-6, routing=routing))
+    sim.force_full_recompute = full
+    t = sim.run()
+    ends = np.concatenate([s.t_end for s in sorted(sim.done_states, key=lambda s: s.k)])
+    return t, ends
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), routing=st.sampled_from(["ecmp", "spray"]))
+def test_fast_path_equals_full_max_min_recomputation(seed, routing):
+    rng = np.random.default_rng(seed)
+    topo = random_topology(rng)
+    sched = random_schedule(rng, topo.num_npus)
+    t_fast, ends_fast = run(topo, sched, routing, False)
+    t_full, ends_full = run(topo, sched, routing, True)
+    assert t_fast == pytest.approx(t_full, rel=1e-9)
+    assert ends_fast == pytest.approx(ends_full, rel=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_no_link_ever_carries_more_than_its_capacity_on_average(seed):
+    rng = np.random.default_rng(seed)
+    topo = random_topology(rng)
+    r = hcsim.simulate(topo, "alltoall", "1M", "mesh", routing="spray")
+    assert (r.links["utilization"] <= 1 + 1e-9).all()
+    # every byte sent crosses at least one link
+    assert r.links["bytes"].sum() >= (1 << 20) * (topo.num_npus - 1) / topo.num_npus * topo.num_npus - 1
+
+
+def test_analytical_spray_respects_a_shared_host_link():
+    shared = leaf_spine(2, 1, 2, 10e9, oversubscription=0.5)  # one 10 GB/s host link, two spine paths
+    for mode in ("des", "analytical"):
+        r = hcsim.simulate(shared, "sendrecv", 10**9, "ring", mode=mode, routing="spray", step_overhead_s=0)
+        assert r.time_s == pytest.approx(0.1, rel=1e-9), mode
+    limited = leaf_spine(2, 1, 4, 10e9, oversubscription=0.25, injection_Bps=5e9)
+    ana = hcsim.simulate(limited, "sendrecv", 10**9, "ring", mode="analytical", routing="spray", step_overhead_s=0)
+    des = hcsim.simulate(limited, "sendrecv", 10**9, "ring", routing="spray", step_overhead_s=0)
+    assert ana.time_s == pytest.approx(0.2, rel=1e-9) and des.time_s == pytest.approx(0.2, rel=1e-9)
+
+
+def test_verifier_ties_chunks_to_the_requested_size():
+    def tiny(args):
+        s = build_schedule("allreduce", "ring", args.p, args.p)
+        return dataclasses.replace(s, args=args)
+
+    with pytest.raises(ScheduleError, match="chunks hold 8 bytes"):
+        hcsim.simulate(full_mesh(8, 1e9), "allreduce", 10**9, tiny)
+
+
+def test_user_schedule_for_another_call_is_rejected():
+    def wrong(args):
+        return build_schedule("broadcast", "tree", 2, args.nbytes)
+
+    with pytest.raises(ScheduleError, match="returned a schedule for"):
+        hcsim.simulate(full_mesh(4, 1e9), "allreduce", 10**6, wrong)
+
+
+def test_tables_after_the_topology_routed_more_pairs():
+    topo = full_mesh(6, 1e9)
+    env = simpy.Environment()
+    a = FlowSimulator(topo, topo.npus[:3], build_schedule("allgather", "ring", 3, 3000), EngineConfig())
+    b = FlowSimulator(topo, topo.npus, build_schedule("alltoall", "mesh", 6, 6000), EngineConfig())
+    pa, pb = env.process(a.process(env)), env.process(b.process(env))
+    env.run()
+    from hcsim.engine.result import tables_from_engine
+
+    _, _, links, _ = tables_from_engine(a, pa.value)
+    assert links["bytes"].sum() == pytest.approx(2 * 3000)  # 3 ranks x 2 steps x 1000 B
+    _, _, links, _ = tables_from_engine(b, pb.value)
+    assert links["bytes"].sum() == pytest.approx(30 * 1000)
+
+
+@pytest.mark.parametrize("start_s", [0.0, 1e3, 1e6])
+def test_event_merging_does_not_depend_on_the_clock(start_s):
+    topo = single_switch(3, 1e9)
+    sched = Schedule(CollectiveArgs("sendrecv", 3, 1), 1,
+                     [make_step(np.array([1, 2]), 0, np.array([1000, 1900]), False, 0, 1)], np.ones(1, dtype=np.int64))
+    env = simpy.Environment(initial_time=start_s)
+    proc = env.process(FlowSimulator(topo, topo.npus, sched, EngineConfig()).process(env))
+    env.run()
+    # both share the 1 GB/s link into npu0 until the first ends at 2 us; the rest goes alone.
+    # (float64 resolves about 1e-10 s at a clock of 1e6 s, hence the absolute tolerance)
+    assert proc.value == pytest.approx(2.9e-6, abs=1e-9)
