@@ -12,7 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .algorithms.schedule import REDUCING, ChunkSpace, Schedule, check_structure, data_bytes
+from .algorithms.schedule import (
+    PER_RANK_BLOCKS,
+    REDUCING,
+    ChunkSpace,
+    Schedule,
+    check_structure,
+    data_bytes,
+)
 from .errors import ScheduleError
 
 MAX_STATE = 50_000_000
@@ -22,11 +29,11 @@ MAX_STATE = 50_000_000
 def _owner(schedule: Schedule) -> np.ndarray:
     p, c = schedule.p, schedule.num_chunks
     coll = schedule.args.collective
-    if coll in ("allgather", "reducescatter", "sendrecv"):
+    if coll in PER_RANK_BLOCKS:
         if c % p:
             raise ScheduleError(f"schedule.num_chunks = {c}: must be a multiple of p = {p} for {coll}")
         return np.arange(c) // (c // p)
-    if coll == "alltoall":
+    if coll in ("alltoall", "alltoallv"):
         if c % (p * p):
             raise ScheduleError(f"schedule.num_chunks = {c}: must be a multiple of p*p = {p * p} for alltoall")
         return np.arange(c) // (c // (p * p))
@@ -66,7 +73,15 @@ def initial_and_expected(schedule: Schedule):
         init[owner, np.arange(c), 0] = 1
         want[:] = 1
         check[:] = True
-    elif coll == "alltoall":
+    elif coll == "scatter":
+        init[root, :, 0] = 1
+        check[owner, np.arange(c)] = True
+        want[check] = 1
+    elif coll == "gather":
+        init[owner, np.arange(c), 0] = 1
+        check[root] = True
+        want[check] = 1
+    elif coll in ("alltoall", "alltoallv"):
         src, dst = owner // p, owner % p
         init[src, np.arange(c), 0] = 1
         check[dst, np.arange(c)] = True

@@ -1,10 +1,10 @@
 """Algorithms: one module per algorithm, registered per collective.
 
-Importing this package registers ring, mesh, hd (recursive halving-doubling), tree
-(binomial) and pairwise.
+Importing this package registers ring, mesh, hd (recursive halving-doubling), nhr and nb
+(HCCL's nonuniform algorithms), star, double_ring, tree (binomial) and pairwise.
 """
 
-from . import hd, mesh, pairwise, ring, tree  # noqa: F401  (registration side effect)
+from . import double_ring, hd, mesh, nonuniform, pairwise, ring, star, tree  # noqa: F401  (registration)
 from .cost import AlphaBetaGamma
 from .registry import (
     REGISTRY,

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ScheduleError, bad_value, unknown_name
 from .cost import AlphaBetaGamma
-from .schedule import COLLECTIVES, ROOTED, CollectiveArgs, Schedule
+from .schedule import COLLECTIVES, ROOTED, CollectiveArgs, Schedule, split_bytes
 
 BuildFn = Callable[[CollectiveArgs], Schedule]
 CostFn = Callable[[CollectiveArgs, AlphaBetaGamma], float]
@@ -75,17 +77,41 @@ def get_algorithm(collective: str, algorithm) -> AlgorithmSpec:
     return known[algorithm]
 
 
-def make_args(collective: str, p: int, nbytes: int, root: int = 0) -> CollectiveArgs:
+def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), pods=(),
+              send_matrix=None) -> CollectiveArgs:
+    """Validate and bundle a collective call (see :class:`CollectiveArgs`)."""
     check_collective(collective)
     if isinstance(p, bool) or not isinstance(p, int) or p < 2:
         raise bad_value("ranks", p, "at least 2 ranks")
     if collective in ROOTED:
         if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < p:
             raise bad_value("root", root, f"a rank from 0 to {p - 1}")
-    return CollectiveArgs(collective, p, int(nbytes), int(root))
+    servers = tuple(int(x) for x in servers)
+    if servers and (sum(servers) != p or min(servers) < 1):
+        raise bad_value("servers", servers, f"ranks per server, each >= 1, adding up to {p}")
+    pods = tuple(int(x) for x in pods)
+    if pods and (not servers or sum(pods) != len(servers) or min(pods) < 1):
+        raise bad_value("pods", pods, f"servers per pod, each >= 1, adding up to {len(servers)} servers")
+    matrix = None
+    if collective == "alltoallv":
+        if send_matrix is None:  # uniform: the same as alltoall
+            sizes = split_bytes(int(nbytes) * p, p * p).reshape(p, p)
+        else:
+            sizes = np.asarray(send_matrix)
+            if sizes.shape != (p, p) or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 0).any():
+                raise bad_value("send_matrix", f"array of shape {sizes.shape}",
+                                f"a {p} x {p} matrix of byte counts >= 0 (row i: what rank i sends)")
+            if sizes.sum() <= 0:
+                raise bad_value("send_matrix", "all zeros", "at least one byte to send")
+        matrix = tuple(tuple(int(x) for x in row) for row in sizes)
+        nbytes = -(-int(sizes.sum()) // p)  # the mean send buffer, the size bandwidth is reported for
+    elif send_matrix is not None:
+        raise bad_value("send_matrix", "given", "only alltoallv takes a send matrix")
+    return CollectiveArgs(collective, p, int(nbytes), int(root), servers, pods, matrix)
 
 
-def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 0) -> Schedule:
+def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 0, servers=(), pods=(),
+                   send_matrix=None) -> Schedule:
     """Schedule ``collective`` on ``p`` ranks with ``algorithm`` (name or callable).
 
     Examples
@@ -95,7 +121,7 @@ def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 
     (3, 1024)
     """
     spec = get_algorithm(collective, algorithm)
-    return run_builder(spec, make_args(collective, p, nbytes, root))
+    return run_builder(spec, make_args(collective, p, nbytes, root, servers, pods, send_matrix))
 
 
 def run_builder(spec: AlgorithmSpec, args: CollectiveArgs) -> Schedule:

@@ -6,7 +6,8 @@ pattern: every rank sends its buffer to the next one in a single step.
 
 Costs (HCCL docs coll_algo_intro, FACTS.md section 1; b = n/p):
 RS (p-1)(a + b(beta+gamma)); AG (p-1)(a + b beta); AR the sum;
-Bcast (p-1)(a + n beta); Reduce (p-1)(a + n(beta+gamma)); SendRecv a + n beta.
+Bcast (p-1)(a + n beta); Reduce (p-1)(a + n(beta+gamma)); Scatter and Gather (pipelined
+chain) (p-1)(a + b beta); SendRecv a + n beta.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .schedule import (
     CollectiveArgs,
     LazySteps,
     Schedule,
+    block_bytes,
     data_bytes,
     make_step,
     split_bytes,
@@ -68,6 +70,23 @@ def _sendrecv(args: CollectiveArgs) -> Schedule:
                     space.chunk_bytes, "ring")
 
 
+def _ring_scatter(args: CollectiveArgs, gather: bool) -> Schedule:
+    """Pipelined chain: the root feeds the farthest block first, every rank forwards one block
+    a step, so all blocks land at the last step. Gather is the same run backwards in time."""
+    p, root = args.p, args.root
+    space = ChunkSpace(block_bytes(args))
+    steps = []
+    for k in range(p - 1):
+        rel = np.arange(k + 1)            # ranks rel 0..k forward this step
+        dest = p - 1 - k + rel            # the block each one forwards is for rank rel dest
+        src, dst, blk = (rel + root) % p, (rel + 1 + root) % p, (dest + root) % p
+        steps.append((src, dst, blk))
+    if gather:  # reverse time and direction: blocks flow to the root
+        steps = [(dst, src, blk) for src, dst, blk in reversed(steps)]
+    return Schedule(args, p, [make_step(s, d, space.range_bytes(b, b + 1), False, b, b + 1) for s, d, b in steps],
+                    space.chunk_bytes, "ring")
+
+
 def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     p, b = args.p, args.nbytes / args.p
     return (p - 1) * (m.alpha_s + b * m.beta_s_per_B)
@@ -105,6 +124,10 @@ register(AlgorithmSpec("ring", "broadcast", lambda a: _chain(a, False), cost_bro
 register(AlgorithmSpec("ring", "reduce", lambda a: _chain(a, True), cost_reduce,
                        "the whole buffer along the chain root+1 -> ... -> root, reduced at each hop",
                        SOURCE))
+register(AlgorithmSpec("ring", "scatter", lambda a: _ring_scatter(a, False), cost_allgather,
+                       "chain from the root, farthest block first, p-1 pipelined steps", SOURCE))
+register(AlgorithmSpec("ring", "gather", lambda a: _ring_scatter(a, True), cost_allgather,
+                       "chain into the root, p-1 pipelined steps (scatter run backwards)", SOURCE))
 register(AlgorithmSpec("ring", "sendrecv", _sendrecv, cost_sendrecv,
                        "every rank sends its buffer to rank+1 (nccl-tests sendrecv_perf)",
                        "NVIDIA/nccl-tests src/sendrecv.cu pattern; FACTS.md s6"))

@@ -20,11 +20,14 @@ import numpy as np
 
 from ..errors import ScheduleError
 
-COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall", "sendrecv")
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "scatter", "gather",
+               "alltoall", "alltoallv", "sendrecv")
 """Collectives hcsim simulates."""
 
-ROOTED = ("broadcast", "reduce")
+ROOTED = ("broadcast", "reduce", "scatter", "gather")
 REDUCING = ("allreduce", "reducescatter", "reduce")
+PER_RANK_BLOCKS = ("allgather", "reducescatter", "scatter", "gather", "sendrecv")
+"""Collectives whose data is one block per rank (rank r owns / ends with block r)."""
 
 BUSBW_FACTOR = {
     # nccl-tests doc/PERFORMANCE.md (FACTS.md section 6)
@@ -32,6 +35,9 @@ BUSBW_FACTOR = {
     "reducescatter": lambda p: (p - 1) / p,
     "allgather": lambda p: (p - 1) / p,
     "alltoall": lambda p: (p - 1) / p,
+    "alltoallv": lambda p: (p - 1) / p,
+    "scatter": lambda p: (p - 1) / p,
+    "gather": lambda p: (p - 1) / p,
     "broadcast": lambda p: 1.0,
     "reduce": lambda p: 1.0,
     "sendrecv": lambda p: 1.0,
@@ -54,13 +60,29 @@ class CollectiveArgs:
         broadcast, reduce, alltoall (whole send buffer) and sendrecv; the total gathered /
         scattered size (count x ranks) for allgather and reducescatter.
     root : int
-        Root rank of broadcast and reduce.
+        Root rank of broadcast, reduce, scatter and gather.
+    servers : tuple of int
+        Ranks per server, in rank order (ranks of one server are consecutive). Flat
+        algorithms ignore it; hierarchical ones run level 0 inside each server and level 1
+        between same-index ranks of different servers. ``()`` means one server of p ranks.
+    pods : tuple of int
+        Servers per pod (supernode), for level 2; ``()`` means one pod.
+    send_matrix : tuple of tuple of int
+        AlltoAllV only: ``send_matrix[i][j]`` bytes go from rank i to rank j.
     """
 
     collective: str
     p: int
     nbytes: int
     root: int = 0
+    servers: tuple = ()
+    pods: tuple = ()
+    send_matrix: tuple | None = None
+
+    @property
+    def server_sizes(self) -> tuple:
+        """Ranks per server (one server of all ranks when no layout is given)."""
+        return self.servers or (self.p,)
 
 
 @dataclass(frozen=True)
@@ -184,11 +206,23 @@ class ChunkSpace:
 
 def data_bytes(args: CollectiveArgs) -> int:
     """Bytes the chunk index space covers: the whole alltoall matrix is p x the send buffer."""
-    if args.collective == "alltoall":
+    if args.collective in ("alltoall", "sendrecv"):
         return args.nbytes * args.p
-    if args.collective == "sendrecv":
-        return args.nbytes * args.p
+    if args.collective == "alltoallv":
+        return int(sum(sum(row) for row in args.send_matrix))
     return args.nbytes
+
+
+def block_bytes(args: CollectiveArgs) -> np.ndarray:
+    """Bytes of each of the collective's natural blocks: p per-rank blocks, p*p alltoall blocks
+    (row i = from rank i), or one block for the whole buffer."""
+    if args.collective == "alltoallv":
+        return np.asarray(args.send_matrix, dtype=np.int64).ravel()
+    if args.collective == "alltoall":
+        return split_bytes(data_bytes(args), args.p * args.p)
+    if args.collective in PER_RANK_BLOCKS:
+        return split_bytes(data_bytes(args), args.p)
+    return split_bytes(args.nbytes, 1)
 
 
 def check_structure(schedule: Schedule) -> None:

@@ -1,0 +1,147 @@
+"""HCCL's nonuniform algorithms for any rank count: NHR (nonuniform hierarchical ring) and NB
+(nonuniform Bruck). Both take T = ceil(log2 p) steps and move (p-1)/p of the data.
+
+With S(s) = floor((p - 1 + 2^s) / 2^(s+1)) (blocks moved at step s), ranks mod p:
+
+* NHR ReduceScatter, step s: rank r sends blocks (r - 2^s) - i 2^(s+1), i < S(s), to
+  r - 2^s, which reduces them. NHR AllGather, step t (k = T-1-t): r sends blocks
+  r - i 2^(k+1), i < S(k), to r + 2^k. AllReduce = RS + AG.
+* NB ReduceScatter, step s: r sends blocks (r + 2^s) + i 2^(s+1), i < S(s), to r + 2^s.
+  NB AllGather (Bruck), step s: r sends its 2^s newest blocks r, r-1, ..., r-2^s+1 (the last
+  step p - 2^(T-1) of them) to r + 2^s.
+* Scatter (binomial, both): at step s each rank at distance d < 2^s from the root (that
+  already holds data) sends to the rank at distance d + 2^s the blocks at distances
+  d + 2^s + i 2^(s+1) < p; NHR counts distances downwards (r - d), NB upwards (r + d).
+  Broadcast = Scatter + AllGather.
+
+Sources: hcomm src/algorithm/base/alg_template/temp_*/{reduce_scatter,all_gather,all_reduce,
+scatter,broadcast}_{nhr,nb}.cc (read through a same-layout mirror of hicann/hcomm);
+costs from hicann/hccl docs coll_algo_intro NHR.md and NB.md (FACTS.md s1):
+RS T a + ((p-1)/p) n (beta + gamma); AG and Scatter T a + ((p-1)/p) n beta;
+AR 2T a + 2((p-1)/p) n beta + ((p-1)/p) n gamma; Bcast 2T a + 2((p-1)/p) n beta.
+Each block is a separate transfer here (HCCL reorders memory so a step's blocks are
+contiguous); transfers to one peer in one step share its link, so the time is the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cost import AlphaBetaGamma, log2_ceil
+from .registry import AlgorithmSpec, register
+from .schedule import (
+    ChunkSpace,
+    CollectiveArgs,
+    Schedule,
+    block_bytes,
+    concat_steps,
+    make_step,
+    split_bytes,
+)
+
+SOURCE = {"nhr": "hicann/hccl docs coll_algo_intro NHR.md; hcomm temp_*_nhr.cc; FACTS.md s1",
+          "nb": "hicann/hccl docs coll_algo_intro NB.md; hcomm temp_*_nb.cc; FACTS.md s1"}
+
+
+def blocks_at(p: int, s: int) -> int:
+    """S(s): blocks a rank moves at step s of NHR/NB reduce-scatter."""
+    return (p - 1 + (1 << s)) // (1 << (s + 1))
+
+
+def _step(src, dst, blk, space, reduce):
+    return make_step(src, dst, space.range_bytes(blk, blk + 1), reduce, blk, blk + 1)
+
+
+def _rs_steps(p, space, kind):
+    steps = []
+    for s in range(log2_ceil(p)):
+        n = blocks_at(p, s)
+        r = np.repeat(np.arange(p), n)
+        i = np.tile(np.arange(n), p)
+        if kind == "nhr":
+            dst = (r - (1 << s)) % p
+            blk = (dst - i * (2 << s)) % p
+        else:
+            dst = (r + (1 << s)) % p
+            blk = (dst + i * (2 << s)) % p
+        steps.append(_step(r, dst, blk, space, True))
+    return steps
+
+
+def _ag_steps(p, space, kind):
+    steps = []
+    t_count = log2_ceil(p)
+    for t in range(t_count):
+        if kind == "nhr":
+            k = t_count - 1 - t
+            n = blocks_at(p, k)
+            r = np.repeat(np.arange(p), n)
+            i = np.tile(np.arange(n), p)
+            steps.append(_step(r, (r + (1 << k)) % p, (r - i * (2 << k)) % p, space, False))
+        else:
+            n = (1 << t) if t < t_count - 1 else p - (1 << t)
+            r = np.repeat(np.arange(p), n)
+            i = np.tile(np.arange(n), p)
+            steps.append(_step(r, (r + (1 << t)) % p, (r - i) % p, space, False))
+    return steps
+
+
+def _scatter_steps(p, root, space, kind):
+    sign = -1 if kind == "nhr" else 1
+    steps = []
+    for s in range(log2_ceil(p)):
+        src, dst, blk = [], [], []
+        for d in range(min(1 << s, p - (1 << s))):
+            far = np.arange(d + (1 << s), p, 2 << s)  # distances of the blocks it hands on
+            src.append(np.full(far.size, (root + sign * d) % p))
+            dst.append(np.full(far.size, (root + sign * (d + (1 << s))) % p))
+            blk.append((root + sign * far) % p)
+        steps.append(_step(np.concatenate(src), np.concatenate(dst), np.concatenate(blk), space, False))
+    return steps
+
+
+def _build(args: CollectiveArgs, kind: str) -> Schedule:
+    p, coll = args.p, args.collective
+    space = ChunkSpace(block_bytes(args) if coll in ("reducescatter", "allgather", "scatter")
+                       else split_bytes(args.nbytes, p))
+    steps = []
+    if coll in ("reducescatter", "allreduce"):
+        steps += _rs_steps(p, space, kind)
+    if coll in ("scatter", "broadcast"):
+        steps += _scatter_steps(p, args.root, space, kind)
+    if coll in ("allgather", "allreduce", "broadcast"):
+        steps += _ag_steps(p, space, kind)
+    return Schedule(args, p, steps, space.chunk_bytes, kind)
+
+
+def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+    p = args.p
+    return log2_ceil(p) * m.alpha_s + (p - 1) / p * args.nbytes * (m.beta_s_per_B + m.gamma_s_per_B)
+
+
+def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+    p = args.p
+    return log2_ceil(p) * m.alpha_s + (p - 1) / p * args.nbytes * m.beta_s_per_B
+
+
+def cost_allreduce(args, m):
+    return cost_reducescatter(args, m) + cost_allgather(args, m)
+
+
+def cost_broadcast(args, m):
+    return 2 * cost_allgather(args, m)
+
+
+for _kind in ("nhr", "nb"):
+    _name = "NHR" if _kind == "nhr" else "NB"
+    for _coll, _cost, _what in (
+            ("reducescatter", cost_reducescatter, "ceil(log2 p) steps, halving volumes, any p"),
+            ("allgather", cost_allgather, "ceil(log2 p) steps, doubling volumes, any p"),
+            ("allreduce", cost_allreduce, "reduce-scatter then allgather, 2 ceil(log2 p) steps"),
+            ("scatter", cost_allgather, "binomial scatter, ceil(log2 p) steps"),
+            ("broadcast", cost_broadcast, "scatter then allgather, 2 ceil(log2 p) steps")):
+        register(AlgorithmSpec(_kind, _coll, (lambda k: (lambda a: _build(a, k)))(_kind), _cost,
+                               f"{_name}: {_what}", SOURCE[_kind]))
+
+
+__all__ = ["blocks_at", "concat_steps"]
