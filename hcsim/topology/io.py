@@ -30,6 +30,9 @@ BUILDERS = {
     "leaf_spine": builders.leaf_spine,
     "torus": builders.torus,
     "atlas800t_a2": ascend.atlas800t_a2,
+    "atlas900_a2_pod": ascend.atlas900_a2_pod,
+    "atlas800_9000": ascend.atlas800_9000,
+    "atlas900_a3_superpod": ascend.atlas900_a3_superpod,
 }
 """Builders a YAML file may name under ``builder:``."""
 

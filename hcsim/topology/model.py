@@ -290,6 +290,10 @@ class _Compiled:
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
         link_paths = all_shortest_paths(self.out_adj, self.in_adj, src, dst, MAX_PATHS)
+        if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
+            lats = [sum(self.link_specs[li].latency_s for li in lp) for lp in link_paths]
+            best = min(lats)
+            link_paths = [lp for lp, lat in zip(link_paths, lats, strict=True) if lat <= best * (1 + 1e-12)]
         if not link_paths:
             raise TopologyError(
                 f"route {self.node_names[src]} -> {self.node_names[dst]}: unreachable in topology "
