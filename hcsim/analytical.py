@@ -20,33 +20,59 @@ from .engine.fairshare import max_min_rates
 
 
 def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp", seed: int = 0,
-                    step_overhead_s: float = 0.0) -> AlphaBetaGamma:
-    """Alpha, beta and gamma for ``schedule`` on ``topo`` (see module docs)."""
+                    step_overhead_s: float = 0.0, levels: int = 1):
+    """Alpha, beta and gamma for ``schedule`` on ``topo`` (see module docs).
+
+    With ``levels > 1`` returns a tuple, one :class:`AlphaBetaGamma` per level, each read
+    off the rank pairs of that level (0: same server, 1: same pod, 2: different pods, from
+    the schedule's server/pod layout); a level no pair uses gets zeros.
+    """
     net = topo.compiled()
-    nn = len(net.node_names)
+    p = schedule.p
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
-    lat_max, bw_min, gamma = 0.0, np.inf, 0.0
     seen_arrays = None
-    seen_pairs: set[int] = set()
-    reduce_pairs: set[int] = set()
+    pairs: set[int] = set()
+    reducing: set[int] = set()
     for step in schedule.steps:
         if not len(step):
             continue
-        same = seen_arrays is not None and seen_arrays[0] is step.src and seen_arrays[1] is step.dst
-        keys = rank_node[step.src] * nn + rank_node[step.dst]
-        if not same:
+        keys = step.src * p + step.dst
+        if not (seen_arrays is not None and seen_arrays[0] is step.src and seen_arrays[1] is step.dst):
             seen_arrays = (step.src, step.dst)
-            seen_pairs.update(np.unique(keys).tolist())
+            pairs.update(np.unique(keys).tolist())
         if step.reduce.any():
-            reduce_pairs.update(np.unique(keys[step.reduce]).tolist())
-    for key in sorted(seen_pairs):
-        ids = list(net.route(key // nn, key % nn, routing, seed))
+            reducing.update(np.unique(keys[step.reduce]).tolist())
+    level_of = _pair_levels(schedule.args, levels)
+    lat = [0.0] * levels
+    bw = [np.inf] * levels
+    gamma = [0.0] * levels
+    for key in sorted(pairs):
+        a, b = divmod(key, p)
+        lv = level_of(a, b)
+        ids = list(net.route(int(rank_node[a]), int(rank_node[b]), routing, seed))
         _, _, p_lat, p_inline, p_bw = net.paths.arrays()
-        lat_max = max(lat_max, float(p_lat[ids].max()))
-        bw_min = min(bw_min, float(p_bw[ids[0]]) if len(ids) == 1 else _spray_bandwidth(net, ids))
-        if key in reduce_pairs and not p_inline[ids].all():
-            gamma = max(gamma, 1.0 / float(net.reduce_Bps[key % nn]))
-    return AlphaBetaGamma(step_overhead_s + lat_max, 1.0 / bw_min, gamma)
+        lat[lv] = max(lat[lv], float(p_lat[ids].max()))
+        bw[lv] = min(bw[lv], float(p_bw[ids[0]]) if len(ids) == 1 else _spray_bandwidth(net, ids))
+        if key in reducing and not p_inline[ids].all():
+            gamma[lv] = max(gamma[lv], 1.0 / float(net.reduce_Bps[rank_node[b]]))
+    out = tuple(AlphaBetaGamma(step_overhead_s + lat[lv], 0.0 if bw[lv] == np.inf else 1.0 / bw[lv], gamma[lv])
+                for lv in range(levels))
+    return out[0] if levels == 1 else out
+
+
+def _pair_levels(args, levels):
+    if levels == 1:
+        return lambda a, b: 0
+    server = np.repeat(np.arange(len(args.server_sizes)), args.server_sizes)
+    pods = args.pods or (len(args.server_sizes),)
+    pod = np.repeat(np.arange(len(pods)), pods)[server]
+
+    def level(a, b):
+        if server[a] == server[b]:
+            return 0
+        return 1 if pod[a] == pod[b] or levels == 2 else 2
+
+    return level
 
 
 def _spray_bandwidth(net, path_ids) -> float:

@@ -35,7 +35,7 @@ verify every one of them up to p = 64."""
 def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, root: int = 0,
              mode: str = "des", routing: str = "ecmp", ecmp_seed: int = 0,
              step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
-             record="auto", verify="auto") -> Result:
+             record="auto", verify="auto", send_matrix=None) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -63,6 +63,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     verify : "auto", bool
         Check the schedule with the semantic verifier first ("auto": when small enough,
         always for a user's algorithm).
+    send_matrix : array-like, optional
+        AlltoAllV: bytes from rank i to rank j (p x p); ``size`` may then be None.
 
     Returns
     -------
@@ -78,11 +80,16 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         raise bad_value("mode", mode, "one of " + ", ".join(MODES))
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
-    nbytes = parse_size(size)
+    nbytes = 1 if (size is None and send_matrix is not None) else parse_size(size)
     if algorithm is None:
         algorithm = DEFAULT_ALGORITHM.get(collective, "ring")
     spec = get_algorithm(collective, algorithm)
-    args = make_args(collective, len(rank_nodes), nbytes, root)
+    servers, pods = rank_layout(topo, rank_nodes)
+    if spec.levels > 1 and not servers:
+        raise ConfigError(f"ranks: algorithm {spec.name!r} needs the ranks of each server to be consecutive "
+                          "(in the topology's rank order)")
+    args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods, send_matrix)
+    nbytes = args.nbytes
     defaults = topo.defaults
     cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,
                        launch_overhead_s=defaults.launch_overhead_s if launch_overhead_s is None else launch_overhead_s,
@@ -100,9 +107,12 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         if spec.cost is None:
             raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
                               "user algorithms run in mode 'des'")
-        abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s)
+        abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s, spec.levels)
         t = cfg.launch_overhead_s + spec.cost(args, abg)
-        config.update(alpha_s=abg.alpha_s, beta_s_per_B=abg.beta_s_per_B, gamma_s_per_B=abg.gamma_s_per_B)
+        for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
+            suffix = f"_level{lv}" if spec.levels > 1 else ""
+            config.update({f"alpha_s{suffix}": m.alpha_s, f"beta_s_per_B{suffix}": m.beta_s_per_B,
+                           f"gamma_s_per_B{suffix}": m.gamma_s_per_B})
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
     if record == "auto":
         record = args.p * len(schedule.steps) <= RECORD_LIMIT
@@ -114,6 +124,29 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     steps, transfers, links, critical = tables_from_engine(sim, t)
     config.update(instants=sim.instants, full_rate_recomputes=sim.full_recomputes)
     return Result(collective, spec.name, mode, args.p, nbytes, t, steps, transfers, links, critical, config)
+
+
+def rank_layout(topo, rank_nodes) -> tuple[tuple, tuple]:
+    """Ranks per server and servers per pod, from the NPUs' coordinates; ``((), ())`` when the
+    ranks of a server (or the servers of a pod) are not consecutive."""
+    keys = [(topo.npu_spec(n).pod, topo.npu_spec(n).server) for n in rank_nodes]
+    runs: list[list] = []
+    for key in keys:
+        if runs and runs[-1][0] == key:
+            runs[-1][1] += 1
+        else:
+            runs.append([key, 1])
+    if len({k for k, _ in runs}) != len(runs):
+        return (), ()
+    pod_runs: list[list] = []
+    for (pod, _), _count in runs:
+        if pod_runs and pod_runs[-1][0] == pod:
+            pod_runs[-1][1] += 1
+        else:
+            pod_runs.append([pod, 1])
+    if len({k for k, _ in pod_runs}) != len(pod_runs):
+        return tuple(c for _, c in runs), ()
+    return tuple(c for _, c in runs), tuple(c for _, c in pod_runs)
 
 
 def _small_enough(schedule) -> bool:

@@ -26,9 +26,14 @@ class AlgorithmSpec:
     build : callable
         ``build(args) -> Schedule``; a pure function.
     cost : callable or None
-        ``cost(args, abg) -> seconds``, the closed form (None for a user algorithm).
+        ``cost(args, abg) -> seconds``, the closed form (None for a user algorithm). For a
+        hierarchical algorithm (``levels > 1``) ``abg`` is a tuple with one
+        :class:`AlphaBetaGamma` per level (0: inside a server, 1: between servers of a pod,
+        2: between pods).
     summary, source : str
         One line on what it does; where its cost formula comes from.
+    levels : int
+        1 for a flat algorithm; 2 or 3 for one that follows the server/pod layout.
     """
 
     name: str
@@ -38,6 +43,7 @@ class AlgorithmSpec:
     summary: str = ""
     source: str = ""
     user: bool = False
+    levels: int = 1
 
 
 REGISTRY: dict[str, dict[str, AlgorithmSpec]] = {c: {} for c in COLLECTIVES}
@@ -72,9 +78,17 @@ def get_algorithm(collective: str, algorithm) -> AlgorithmSpec:
         name = getattr(algorithm, "__name__", "custom")
         return AlgorithmSpec(name, collective, algorithm, None, "user algorithm", "user", user=True)
     known = REGISTRY[collective]
-    if algorithm not in known:
-        raise unknown_name(f"algorithm for {collective}", algorithm, known)
-    return known[algorithm]
+    if algorithm in known:
+        return known[algorithm]
+    if isinstance(algorithm, str) and "/" in algorithm and RESOLVERS:
+        return RESOLVERS[0](collective, algorithm)
+    raise unknown_name(f"algorithm for {collective}", algorithm,
+                       list(known) + (["<level0>/<level1>[/<level2>]"] if RESOLVERS else []))
+
+
+RESOLVERS: list = []
+"""Functions ``(collective, name) -> AlgorithmSpec`` for composed names such as ``mesh/ring``
+(the hierarchy module installs one)."""
 
 
 def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), pods=(),
@@ -124,11 +138,15 @@ def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 
     return run_builder(spec, make_args(collective, p, nbytes, root, servers, pods, send_matrix))
 
 
+def _call(args: CollectiveArgs) -> tuple:
+    return (args.collective, args.p, args.nbytes, args.root, args.send_matrix)
+
+
 def run_builder(spec: AlgorithmSpec, args: CollectiveArgs) -> Schedule:
     """Call an algorithm's builder and check it answered the call it was given."""
     sched = spec.build(args)
     if not isinstance(sched, Schedule):
         raise ScheduleError(f"algorithm {spec.name!r} returned {type(sched).__name__}, not a Schedule")
-    if sched.args != args:
+    if _call(sched.args) != _call(args):  # the layout (servers, pods) is advice, not part of the call
         raise ScheduleError(f"algorithm {spec.name!r} returned a schedule for {sched.args}, asked for {args}")
     return sched

@@ -146,6 +146,63 @@ def torus(dims, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str = "ge
     return t
 
 
+def tiered_mesh(dims, bandwidth_Bps, latency_s=0.0, *, inline_reduce=False, **npu_kwargs) -> Topology:
+    """Ranks on a grid (local, server[, pod]) with a direct link between every two ranks that
+    differ in exactly one coordinate, with that level's bandwidth and latency.
+
+    Every level's pairs have their own links, so hierarchical schedules are contention-free
+    here: the topology on which their closed forms must hold exactly.
+
+    Parameters
+    ----------
+    dims : tuple of int
+        (NPUs per server, servers per pod[, pods]).
+    bandwidth_Bps, latency_s : tuple of float or float
+        Per level (0: inside a server, 1: between servers, 2: between pods).
+    inline_reduce : tuple of bool or bool
+        Per level: the level's links reduce inline.
+
+    Examples
+    --------
+    >>> t = tiered_mesh((4, 2), (20e9, 5e9))
+    >>> t.link_spec("npu0", "npu1").bandwidth_Bps, t.link_spec("npu0", "npu4").bandwidth_Bps
+    (20000000000.0, 5000000000.0)
+    """
+    dims = tuple(dims)
+    if len(dims) not in (2, 3) or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
+        raise bad_value("dims", dims, "(npus_per_server, servers[, pods]), integers >= 1")
+    k = len(dims)
+
+    def per_level(name, value):
+        vals = tuple(value) if isinstance(value, (tuple, list)) else (value,) * k
+        if len(vals) != k:
+            raise bad_value(name, value, f"one value or {k} (one per level)")
+        return vals
+
+    bws, lats, inl = per_level("bandwidth_Bps", bandwidth_Bps), per_level("latency_s", latency_s), \
+        per_level("inline_reduce", inline_reduce)
+    specs = [LinkSpec(bws[d], lats[d], ("hccs", "roce", "roce")[d], bool(inl[d])) for d in range(k)]
+    local, servers = dims[0], dims[1]
+    pods = dims[2] if k == 3 else 1
+    t = Topology("tiered-mesh-" + "x".join(map(str, dims)), f"{'x'.join(map(str, dims))} tiered mesh")
+    coords = []
+    for pod in range(pods):
+        for s in range(servers):
+            for lo in range(local):
+                i = len(coords)
+                t.add_npu(f"npu{i}", NpuSpec(server=pod * servers + s, pod=pod, local_index=lo, **npu_kwargs))
+                coords.append((lo, s, pod))
+    for i, a in enumerate(coords):
+        for j in range(i + 1, len(coords)):
+            b = coords[j]
+            diff = [d for d in range(3) if a[d] != b[d]]
+            if len(diff) == 1 and diff[0] < k:
+                t.add_link(f"npu{i}", f"npu{j}", specs[diff[0]])
+    if t.num_npus < 2:
+        raise bad_value("dims", dims, "at least 2 NPUs in all")
+    return t
+
+
 def with_defaults(topo: Topology, **defaults) -> Topology:
     """Set a topology's execution defaults (``step_overhead_s``, ``launch_overhead_s``)."""
     topo.defaults = ExecutionDefaults(**defaults)

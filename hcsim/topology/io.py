@@ -29,6 +29,7 @@ BUILDERS = {
     "single_switch": builders.single_switch,
     "leaf_spine": builders.leaf_spine,
     "torus": builders.torus,
+    "tiered_mesh": builders.tiered_mesh,
     "atlas800t_a2": ascend.atlas800t_a2,
     "atlas900_a2_pod": ascend.atlas900_a2_pod,
     "atlas800_9000": ascend.atlas800_9000,

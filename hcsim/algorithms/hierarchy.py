@@ -1,0 +1,343 @@
+"""Hierarchical composition: HCCL's level0 (inside a server) x level1 (between servers)
+[x level2 (between pods)] algorithms, named ``"<level0>/<level1>[/<level2>]"``.
+
+Ranks form a grid: rank = local + L * (server + S * pod). A phase runs one flat algorithm in
+every group of ranks that differ only along one dimension (level0: the L ranks of a server;
+level1: same-index ranks of the servers (of a pod); level2: same (server, local) ranks of
+the pods); the groups of a phase run in parallel and the phases one after another, with
+per-rank synchronisation between them. HCCL's phase split per collective (FACTS.md s1,
+hicann/hccl docs; checked against hcomm's mesh executors, e.g. coll_all_gather_mesh_executor.cc
+runs the intra-server AllGather first and then the inter-server AllGather of the whole
+server's data):
+
+=============  ==========================  ===============================  =====================
+collective     phase 1                     phase 2                          phase 3
+=============  ==========================  ===============================  =====================
+allreduce      RS along level 0..k-2       AR along the last level          AG back along 0..k-2
+allgather      AG level 0                  AG level 1 (the server's data)   AG level 2
+reducescatter  RS along the last level     ... down to RS level 0
+broadcast      scatter in root's server    broadcast between servers        AG inside servers
+reduce         RS inside servers           reduce between servers           gather to the root
+scatter        scatter between servers     scatter inside servers
+gather         gather inside servers       gather between servers
+alltoall(v)    inside servers (staging)    between servers
+=============  ==========================  ===============================  =====================
+
+Level 2 is supported for allreduce, allgather and reducescatter (HCCL uses it for those on
+A3). The closed form is the sum of the phases' closed forms, each with its own level's
+alpha, beta and gamma; it is exact on a topology where every level's pairs have their own
+links (e.g. :func:`hcsim.topology.builders.two_tier_mesh`).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import ScheduleError, bad_value
+from .registry import REGISTRY, RESOLVERS, AlgorithmSpec, get_algorithm, make_args, run_builder
+from .schedule import (
+    ChunkSpace,
+    CollectiveArgs,
+    Schedule,
+    block_bytes,
+    data_bytes,
+    make_step,
+    split_bytes,
+)
+
+SOURCE = "hicann/hccl docs coll_algo_intro (levels); hcomm coll_*_mesh_executor.cc; FACTS.md s1"
+THREE_LEVEL = ("allreduce", "allgather", "reducescatter")
+ROOTED_SUB = {"scatter", "gather"}
+
+
+def _flat(collective: str, name: str) -> AlgorithmSpec:
+    """A level's algorithm for a sub-collective; level 0 "mesh" means Star for rooted ones."""
+    known = REGISTRY[collective]
+    if name not in known and name == "mesh" and collective in ("scatter", "gather", "broadcast", "reduce"):
+        name = "star"
+    if name not in known:
+        raise bad_value(f"algorithm for a {collective} level", name, "one of " + ", ".join(sorted(known)))
+    return known[name]
+
+
+@lru_cache(maxsize=512)
+def _sub(collective: str, name: str, n: int, root: int) -> Schedule:
+    spec = _flat(collective, name)
+    if n == 1:  # a level with one rank moves nothing
+        return Schedule(CollectiveArgs(collective, 1, 1), 1, [], np.ones(1, dtype=np.int64), spec.name)
+    # Structure does not depend on the size; bytes are recomputed from the global chunks.
+    return run_builder(spec, make_args(collective, n, 1 << 20, root))
+
+
+class _Grid:
+    def __init__(self, args: CollectiveArgs, nlevels: int):
+        sizes = args.server_sizes
+        if len(set(sizes)) != 1:
+            raise ScheduleError(f"servers = {sizes}: hierarchical algorithms need servers of equal size "
+                                "(HCCL uses AHC for unequal ones)")
+        local, servers = sizes[0], len(sizes)
+        if nlevels == 3:
+            pods = args.pods or (servers,)
+            if len(set(pods)) != 1:
+                raise ScheduleError(f"pods = {pods}: level 2 needs pods with equal server counts")
+            self.dims = (local, pods[0], len(pods))
+        else:
+            self.dims = (local, servers)
+        self.p = args.p
+        self._idx = np.arange(self.p).reshape(self.dims[::-1])
+
+    def groups(self, d: int) -> np.ndarray:
+        """Rows of global ranks that differ only along dimension d, ordered along d."""
+        axis = len(self.dims) - 1 - d
+        return np.moveaxis(self._idx, axis, -1).reshape(-1, self.dims[d])
+
+    def coords(self, rank: int) -> list[int]:
+        out = []
+        for size in self.dims:
+            out.append(rank % size)
+            rank //= size
+        return out
+
+
+def _linear_phase(collective, name, groups, span, base, roots=None, only=None):
+    """Run ``name`` in every group; sub-chunk j of group g covers global chunks
+    base[g] + j * span / c .. (span: global chunks one group's sub-collective covers)."""
+    steps: list[list] = []
+    for g, members in enumerate(groups):
+        if only is not None and g not in only:
+            continue
+        sub = _sub(collective, name, len(members), 0 if roots is None else int(roots[g]))
+        if span % sub.num_chunks:
+            raise ScheduleError(f"{name} {collective}: {sub.num_chunks} chunks do not divide {span}")
+        scale = span // sub.num_chunks
+        for k, st in enumerate(sub.steps):
+            if len(steps) <= k:
+                steps.append([])
+            steps[k].append((members[st.src], members[st.dst], base[g] + st.chunk_lo * scale,
+                             base[g] + st.chunk_hi * scale, st.reduce))
+    return steps
+
+
+def _lcm(*xs):
+    out = 1
+    for x in xs:
+        out = out * x // math.gcd(out, x)
+    return out
+
+
+def _per_rank(name, collective, n):
+    return _sub(collective, name, n, 0).num_chunks // n
+
+
+def compose(args: CollectiveArgs, names: tuple) -> Schedule:
+    """Build the hierarchical schedule of ``args`` with one flat algorithm name per level."""
+    coll, k = args.collective, len(names)
+    if k == 3 and coll not in THREE_LEVEL:
+        raise ScheduleError(f"level2 = {names[2]!r}: hcsim composes three levels for "
+                            f"{', '.join(THREE_LEVEL)} only")
+    grid = _Grid(args, k)
+    dims = grid.dims
+    p = args.p
+    phases = []
+    if coll == "allreduce":
+        m = _lcm(*(_lcm(_per_rank(names[d], "reducescatter", dims[d]), _per_rank(names[d], "allgather", dims[d]))
+                   for d in range(k - 1)))
+        last = _sub("allreduce", names[-1], dims[-1], 0).num_chunks
+        spans = [last * m]
+        for d in range(k - 2, -1, -1):
+            spans.insert(0, spans[0] * dims[d])
+        total = spans[0]
+        for d in range(k - 1):  # reduce-scatter down the levels, each on its part
+            rows = grid.groups(d)
+            base = [_part_base(grid, row[0], d, spans) for row in rows]
+            phases.append(_linear_phase("reducescatter", names[d], rows, spans[d], base))
+        rows = grid.groups(k - 1)
+        phases.append(_linear_phase("allreduce", names[-1], rows, spans[k - 1],
+                                    [_part_base(grid, row[0], k - 1, spans) for row in rows]))
+        for d in range(k - 2, -1, -1):
+            rows = grid.groups(d)
+            base = [_part_base(grid, row[0], d, spans) for row in rows]
+            phases.append(_linear_phase("allgather", names[d], rows, spans[d], base))
+        space = ChunkSpace(split_bytes(args.nbytes, total))
+    elif coll in ("allgather", "reducescatter"):
+        m = _lcm(*(_per_rank(names[d], coll, dims[d]) for d in range(k)))
+        order = range(k) if coll == "allgather" else range(k - 1, -1, -1)
+        for d in order:
+            rows = grid.groups(d)
+            inner = int(np.prod(dims[:d]))  # ranks in one member's sub-cube
+            span = dims[d] * inner * m
+            # the group's sub-cubes are consecutive: they start at its first rank's sub-cube
+            base = [(row[0] // inner) * inner * m for row in rows]
+            phases.append(_linear_phase(coll, names[d], rows, span, base))
+        space = ChunkSpace(np.concatenate([split_bytes(b, m) for b in block_bytes(args)]))
+    elif coll in ("broadcast", "reduce"):
+        local, servers = dims
+        root_l, root_s = grid.coords(args.root)
+        first, inner_last = ("scatter", "allgather") if coll == "broadcast" else ("reducescatter", "gather")
+        w = _lcm(_sub(coll, names[1], servers, 0).num_chunks, _per_rank(names[0], first, local),
+                 _per_rank(names[0], inner_last, local))
+        rows0, rows1 = grid.groups(0), grid.groups(1)
+        if coll == "broadcast":
+            phases.append(_linear_phase("scatter", names[0], rows0, local * w, [0] * len(rows0),
+                                        roots=[root_l] * len(rows0), only={root_s}))
+        else:
+            phases.append(_linear_phase("reducescatter", names[0], rows0, local * w, [0] * len(rows0)))
+        phases.append(_linear_phase(coll, names[1], rows1, w, [g * w for g in range(local)],
+                                    roots=[root_s] * local))
+        if coll == "broadcast":
+            phases.append(_linear_phase("allgather", names[0], rows0, local * w, [0] * len(rows0)))
+        else:
+            phases.append(_linear_phase("gather", names[0], rows0, local * w, [0] * len(rows0),
+                                        roots=[root_l] * len(rows0), only={root_s}))
+        space = ChunkSpace(split_bytes(args.nbytes, local * w))
+    elif coll in ("scatter", "gather"):
+        local, servers = dims
+        root_l, root_s = grid.coords(args.root)
+        m = _lcm(_per_rank(names[0], coll, local), _per_rank(names[1], coll, servers))
+        rows0, rows1 = grid.groups(0), grid.groups(1)
+        outer = _linear_phase(coll, names[1], rows1, p * m, [0] * local, roots=[root_s] * local, only={root_l})
+        inner = _linear_phase(coll, names[0], rows0, local * m, [g * local * m for g in range(servers)],
+                              roots=[root_l] * servers)
+        phases = [outer, inner] if coll == "scatter" else [inner, outer]
+        space = ChunkSpace(np.concatenate([split_bytes(b, m) for b in block_bytes(args)]))
+    elif coll in ("alltoall", "alltoallv"):
+        phases = _alltoall_phases(grid, names)
+        space = ChunkSpace(block_bytes(args))
+    else:
+        raise ScheduleError(f"collective = {coll!r}: no hierarchical composition (use a flat algorithm)")
+    if int(space.chunk_bytes.sum()) != data_bytes(args):  # pragma: no cover - construction invariant
+        raise ScheduleError("hierarchical chunk space does not cover the data")
+    steps = []
+    for phase in phases:
+        for parts in phase:
+            src, dst, lo, hi, red = (np.concatenate([part[i] for part in parts]) for i in range(5))
+            steps.append(make_step(src, dst, space.range_bytes(lo, hi), red, lo, hi))
+    return Schedule(args, space.count, steps, space.chunk_bytes, "/".join(names))
+
+
+def _part_base(grid, rank, d, spans):
+    """First global chunk of the part a rank works on at level d of a hierarchical allreduce."""
+    coords = grid.coords(int(rank))
+    base = 0
+    for e in range(d):
+        base += coords[e] * spans[e + 1]
+    return base
+
+
+def _alltoall_phases(grid, names):
+    """Staged AlltoAll: inside a server rank (s,l) hands local peer l' every block bound for
+    the ranks (., l'); then same-index ranks exchange between servers."""
+    local, servers = grid.dims
+    p = grid.p
+    phases = []
+    for d, name in ((0, names[0]), (1, names[1])):
+        rows = grid.groups(d)
+        steps: list[list] = []
+        sub = _sub("alltoall", _flat("alltoall", name).name, rows.shape[1], 0)
+        m_sub = sub.num_chunks // (rows.shape[1] ** 2)
+        for row in rows:
+            s_fixed, l_fixed = grid.coords(int(row[0]))[1], grid.coords(int(row[0]))[0]
+            for k, st in enumerate(sub.steps):
+                if len(steps) <= k:
+                    steps.append([])
+                blk = st.chunk_lo // m_sub
+                i, j = blk // rows.shape[1], blk % rows.shape[1]
+                if d == 0:  # local i -> local j carries blocks (s,i) -> (s', j) for every server s'
+                    other = np.arange(servers)
+                    gsrc = (s_fixed * local + i)[:, None]
+                    gdst = other[None, :] * local + j[:, None]
+                else:  # server i -> server j (index l) carries blocks (i, l'') -> (j, l) for every l''
+                    other = np.arange(local)
+                    gsrc = i[:, None] * local + other[None, :]
+                    gdst = (j * local + l_fixed)[:, None] + 0 * other[None, :]
+                g_blk = (gsrc * p + gdst).ravel()
+                count = g_blk.size // len(blk)
+                steps[k].append((np.repeat(row[st.src], count), np.repeat(row[st.dst], count), g_blk, g_blk + 1,
+                                 np.repeat(st.reduce, count)))
+        phases.append(steps)
+    return phases
+
+
+def _levels_abg(abg, k):
+    abgs = tuple(abg) if isinstance(abg, (tuple, list)) else (abg,) * k
+    if len(abgs) < k:
+        raise ScheduleError(f"cost: needs {k} levels of alpha/beta/gamma, got {len(abgs)}")
+    return abgs
+
+
+def _cost(collective, name, n, size, abg, root=0):
+    spec = _flat(collective, name)
+    if n == 1:
+        return 0.0
+    return spec.cost(CollectiveArgs(collective, n, size, root), abg)
+
+
+def hierarchical_cost(args: CollectiveArgs, names: tuple, abg) -> float:
+    """Sum of the phases' closed forms, each with its level's alpha/beta/gamma."""
+    coll, k = args.collective, len(names)
+    abgs = _levels_abg(abg, k)
+    grid = _Grid(args, k)
+    dims = grid.dims
+    n, p = args.nbytes, args.p
+    if coll == "allreduce":
+        t, size = 0.0, float(n)
+        for d in range(k - 1):
+            t += _cost("reducescatter", names[d], dims[d], size, abgs[d])
+            t += _cost("allgather", names[d], dims[d], size, abgs[d])
+            size /= dims[d]
+        return t + _cost("allreduce", names[-1], dims[-1], size, abgs[-1])
+    if coll in ("allgather", "reducescatter"):
+        return sum(_cost(coll, names[d], dims[d], n * float(np.prod(dims[:d + 1])) / p, abgs[d]) for d in range(k))
+    local, servers = dims
+    if coll == "broadcast":
+        return (_cost("scatter", names[0], local, n, abgs[0]) + _cost("broadcast", names[1], servers, n / local, abgs[1])
+                + _cost("allgather", names[0], local, n, abgs[0]))
+    if coll == "reduce":
+        return (_cost("reducescatter", names[0], local, n, abgs[0]) + _cost("reduce", names[1], servers, n / local, abgs[1])
+                + _cost("gather", names[0], local, n, abgs[0]))
+    if coll in ("scatter", "gather"):
+        return _cost(coll, names[1], servers, n, abgs[1]) + _cost(coll, names[0], local, n / servers, abgs[0])
+    if coll == "alltoall":
+        return _cost("alltoall", names[0], local, n, abgs[0]) + _cost("alltoall", names[1], servers, n, abgs[1])
+    raise ScheduleError(f"{'/'.join(names)} {coll}: no closed form (use mode 'des')")
+
+
+def resolve(collective: str, name: str) -> AlgorithmSpec:
+    """Turn ``"mesh/ring"`` (or ``"mesh/nhr/ring"``) into an AlgorithmSpec."""
+    names = tuple(x.strip() for x in name.split("/"))
+    if not 2 <= len(names) <= 3 or not all(names):
+        raise bad_value(f"algorithm for {collective}", name, "'<level0>/<level1>' or '<level0>/<level1>/<level2>'")
+    return _resolve(collective, names)
+
+
+@lru_cache(maxsize=256)
+def _resolve(collective, names):
+    if len(names) == 3 and collective not in THREE_LEVEL:
+        raise bad_value(f"algorithm for {collective}", "/".join(names),
+                        "two levels (level2 is composed for allreduce, allgather, reducescatter)")
+    subs = {"allreduce": [("reducescatter", "allgather")] * (len(names) - 1) + [("allreduce",)],
+            "allgather": [("allgather",)] * len(names), "reducescatter": [("reducescatter",)] * len(names),
+            "broadcast": [("scatter", "allgather"), ("broadcast",)], "reduce": [("reducescatter", "gather"), ("reduce",)],
+            "scatter": [("scatter",), ("scatter",)], "gather": [("gather",), ("gather",)],
+            "alltoall": [("alltoall",), ("alltoall",)], "alltoallv": [("alltoall",), ("alltoall",)]}
+    if collective not in subs:
+        raise bad_value(f"algorithm for {collective}", "/".join(names), "a flat algorithm (no levels for it)")
+    for level, (name, need) in enumerate(zip(names, subs[collective], strict=True)):
+        for sub in need:
+            try:
+                _flat(sub, name)
+            except Exception:
+                raise bad_value(f"level{level} algorithm for {collective}", name,
+                                f"one with a {sub}: " + ", ".join(sorted(REGISTRY[sub]))) from None
+    cost = None if collective == "alltoallv" else (lambda a, abg: hierarchical_cost(a, names, abg))
+    return AlgorithmSpec("/".join(names), collective, lambda a: compose(a, names), cost,
+                         f"level0 {names[0]}, level1 {names[1]}" + (f", level2 {names[2]}" if len(names) == 3 else ""),
+                         SOURCE, levels=len(names))
+
+
+RESOLVERS.append(resolve)
+
+__all__ = ["compose", "hierarchical_cost", "resolve", "get_algorithm"]

@@ -1,0 +1,94 @@
+"""Hierarchical (level0 x level1 [x level2]) compositions: verified, and equal to the sum of
+their phases' closed forms on a tiered mesh where every level's pairs have their own links."""
+
+import functools
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hcsim
+from hcsim.algorithms import build_schedule
+from hcsim.errors import ConfigError, ScheduleError
+from hcsim.topology import tiered_mesh
+from hcsim.verify import verify
+
+LEVEL0 = {"allreduce": ["mesh", "ring", "double_ring", "nhr"], "allgather": ["mesh", "ring", "nb"],
+          "reducescatter": ["mesh", "ring", "nhr"], "broadcast": ["mesh", "ring"], "reduce": ["mesh", "ring"],
+          "scatter": ["mesh", "ring"], "gather": ["mesh", "ring"], "alltoall": ["mesh", "pairwise"]}
+LEVEL1 = {"allreduce": ["ring", "hd", "nhr", "nb"], "allgather": ["ring", "hd", "nhr", "nb"],
+          "reducescatter": ["ring", "hd", "nhr", "nb"], "broadcast": ["ring", "tree", "nhr", "nb"],
+          "reduce": ["ring", "tree", "star"], "scatter": ["ring", "nhr", "nb", "star"],
+          "gather": ["ring", "star"], "alltoall": ["pairwise", "mesh"]}
+COMBOS = [(c, f"{a}/{b}") for c in LEVEL0 for a in LEVEL0[c] for b in LEVEL1[c]]
+
+
+@pytest.mark.parametrize("collective,name", COMBOS)
+def test_compositions_verify(collective, name):
+    for local, servers in ((2, 2), (3, 4), (4, 3), (1, 5), (5, 1), (8, 2)):
+        p = local * servers
+        if p < 2:
+            continue
+        verify(build_schedule(collective, name, p, p * 96, root=(2 * p) // 3, servers=(local,) * servers))
+
+
+@pytest.mark.parametrize("collective,name", [("allreduce", "mesh/ring/hd"), ("allreduce", "ring/nhr/nb"),
+                                             ("allgather", "mesh/nhr/ring"), ("reducescatter", "ring/hd/nhr")])
+def test_three_levels_verify(collective, name):
+    for dims in ((2, 2, 2), (4, 3, 2), (2, 1, 3), (3, 2, 4)):
+        local, servers, pods = dims
+        p = local * servers * pods
+        verify(build_schedule(collective, name, p, p * 96, servers=(local,) * (servers * pods),
+                              pods=(servers,) * pods))
+
+
+@functools.lru_cache(maxsize=16)
+def _tiers(dims):
+    return tiered_mesh(dims, (18.3e9, 5e9, 1e9)[: len(dims)], (0.6e-6, 4e-6, 9e-6)[: len(dims)],
+                       inline_reduce=(True, False, False)[: len(dims)], reduce_Bps=7e9)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(combo=st.sampled_from(COMBOS), local=st.integers(1, 6), servers=st.integers(1, 6), k=st.integers(1, 8),
+       ovh=st.sampled_from([0.0, 1.02e-6]), data=st.data())
+def test_event_driven_equals_sum_of_phase_closed_forms(combo, local, servers, k, ovh, data):
+    collective, name = combo
+    p = local * servers
+    if p < 2:
+        return
+    topo = _tiers((local, servers))
+    root = data.draw(st.integers(0, p - 1))
+    size = 2 * p * p * 64 * k
+    des = hcsim.simulate(topo, collective, size, name, root=root, step_overhead_s=ovh, verify=False)
+    ana = hcsim.simulate(topo, collective, size, name, root=root, step_overhead_s=ovh, mode="analytical")
+    assert des.time_s == pytest.approx(ana.time_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("collective,name", [("allreduce", "mesh/ring/hd"), ("allgather", "ring/nhr/nb"),
+                                             ("reducescatter", "mesh/hd/ring")])
+def test_three_level_event_driven_equals_closed_form(collective, name):
+    topo = _tiers((4, 2, 2))
+    for size in (16 * 1024, 16 << 20):
+        des = hcsim.simulate(topo, collective, size, name, verify=False)
+        ana = hcsim.simulate(topo, collective, size, name, mode="analytical")
+        assert des.time_s == pytest.approx(ana.time_s, rel=1e-9)
+
+
+def test_bad_compositions_are_rejected_clearly():
+    with pytest.raises(ConfigError, match="level1 algorithm for allreduce = 'pairwise'"):
+        hcsim.simulate(_tiers((2, 2)), "allreduce", "1M", "mesh/pairwise")
+    with pytest.raises(ConfigError, match="two levels"):
+        hcsim.simulate(_tiers((2, 2)), "broadcast", "1M", "mesh/ring/ring")
+    with pytest.raises(ConfigError, match="needs the ranks of each server to be consecutive"):
+        hcsim.simulate(_tiers((2, 2)), "allreduce", "1M", "mesh/ring", ranks=[0, 2, 1, 3])
+    with pytest.raises(ScheduleError, match="servers of equal size"):
+        hcsim.simulate(_tiers((2, 2)), "allreduce", "1M", "mesh/ring", ranks=[0, 1, 2])
+
+
+def test_hierarchy_wins_where_it_should():
+    # 4 servers x 8 NPUs: HCCS 18.3 GB/s inside, 5 GB/s between servers. A flat ring crosses the
+    # slow tier every step, mesh/ring sends only 1/8 of the data between servers.
+    topo = _tiers((8, 4))
+    flat = hcsim.simulate(topo, "allreduce", "256M", "ring")
+    hier = hcsim.simulate(topo, "allreduce", "256M", "mesh/ring")
+    assert hier.time_s < flat.time_s / 3
