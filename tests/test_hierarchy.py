@@ -92,3 +92,20 @@ def test_hierarchy_wins_where_it_should():
     flat = hcsim.simulate(topo, "allreduce", "256M", "ring")
     hier = hcsim.simulate(topo, "allreduce", "256M", "mesh/ring")
     assert hier.time_s < flat.time_s / 3
+
+
+@pytest.mark.parametrize("collective", ["allgather", "reducescatter", "allreduce"])
+@pytest.mark.parametrize("local,servers", [(2, 2), (4, 3), (8, 2), (1, 4), (4, 1), (3, 5)])
+def test_pipeline_verifies_and_matches_hccl_formula(collective, local, servers):
+    p = local * servers
+    verify(build_schedule(collective, "pipeline", p, p * 64, servers=(local,) * servers))
+    topo = _tiers((local, servers))
+    size = p * p * 128
+    des = hcsim.simulate(topo, collective, size, "pipeline", verify=False)
+    ana = hcsim.simulate(topo, collective, size, "pipeline", mode="analytical")
+    assert des.time_s == pytest.approx(ana.time_s, rel=1e-9)
+    if collective == "allgather" and local > 1 and servers > 1:
+        # HCCL's Pipeline.md form: max(b beta_inter + a_inter, b beta_intra + a_intra)(S-1) + b beta_intra + a_intra
+        b = size / p
+        intra, inter = 0.6e-6 + b / 18.3e9, 4e-6 + b / 5e9
+        assert ana.time_s == pytest.approx((servers - 1) * max(intra, inter) + intra, rel=1e-12)
