@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import pandas as pd
 
 from . import verify as _verify
-from .algorithms.registry import algorithms_for, get_algorithm, make_args, run_builder
+from .algorithms.registry import (
+    algorithms_for,
+    check_collective,
+    get_algorithm,
+    make_args,
+    run_builder,
+)
 from .algorithms.schedule import REDUCING, check_structure
 from .analytical import path_parameters
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, bad_value
+from .hccl.algo_env import parse_hccl_algo
+from .hccl.buffer import looped, piece_sizes
+from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .topology.io import load_topology
 from .units import parse_size, size_range
 
@@ -35,7 +45,8 @@ verify every one of them up to p = 64."""
 def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, root: int = 0,
              mode: str = "des", routing: str = "ecmp", ecmp_seed: int = 0,
              step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
-             record="auto", verify="auto", send_matrix=None) -> Result:
+             record="auto", verify="auto", send_matrix=None, hccl_algo: str | None = None,
+             hccl: HcclConfig | None = None) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -65,6 +76,16 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         always for a user's algorithm).
     send_matrix : array-like, optional
         AlltoAllV: bytes from rank i to rank j (p x p); ``size`` may then be None.
+    hccl_algo : str, optional
+        An HCCL_ALGO string (``"level0:NA;level1:H-D_R"`` or the per-operator form); implies
+        ``algorithm="auto"`` under that constraint.
+    hccl : HcclConfig, optional
+        HCCL settings (CCL buffer size, determinism). Given, or with ``"auto"``, data larger
+        than the buffer runs in buffer-sized loops.
+
+    ``algorithm="auto"`` runs what HCCL would pick for the topology's product, the size and
+    the server count (:func:`hcsim.hccl.selection.select_algorithm`); ``"best"`` simulates
+    every candidate and keeps the fastest. ``Result.config["selected_by"]`` says why.
 
     Returns
     -------
@@ -81,10 +102,31 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
     nbytes = 1 if (size is None and send_matrix is not None) else parse_size(size)
+    parsed_algo = parse_hccl_algo(hccl_algo)
     if algorithm is None:
-        algorithm = DEFAULT_ALGORITHM.get(collective, "ring")
-    spec = get_algorithm(collective, algorithm)
+        algorithm = "auto" if hccl_algo is not None else DEFAULT_ALGORITHM.get(collective, "ring")
     servers, pods = rank_layout(topo, rank_nodes)
+    selected_by = None
+    if algorithm == "best":
+        check_collective(collective)
+        kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
+                  step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
+                  verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig())
+        cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
+        results = [simulate(topo, collective, size, c, **kw) for c in cands]
+        best = min(results, key=lambda r: r.time_s)
+        best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"
+        best.config["candidates"] = {r.algorithm: r.time_s for r in results}
+        return best
+    if algorithm == "auto":
+        check_collective(collective)
+        hccl = hccl or HcclConfig()
+        algorithm, selected_by = select_algorithm(topo.product, collective, nbytes,
+                                                  servers or (len(rank_nodes),), pods, parsed_algo, hccl)
+    elif hccl_algo is not None:
+        raise ConfigError(f"hccl_algo = {hccl_algo!r}: HCCL_ALGO picks the algorithm; pass algorithm='auto' "
+                          f"or no algorithm, not {algorithm!r}")
+    spec = get_algorithm(collective, algorithm)
     if spec.levels > 1 and not servers:
         raise ConfigError(f"ranks: algorithm {spec.name!r} needs the ranks of each server to be consecutive "
                           "(in the topology's rank order)")
@@ -96,19 +138,23 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                        routing=routing, ecmp_seed=ecmp_seed, record=False)
     if verify not in (False, "auto", True):
         raise bad_value("verify", verify, "'auto', True or False")
-    schedule = run_builder(spec, args)
+    schedule = looped(spec, args, hccl.buffer_bytes) if hccl is not None else run_builder(spec, args)
     if verify is True or (verify == "auto" and (spec.user or _small_enough(schedule))):
         _verify.verify(schedule)
     elif mode == "des":
         check_structure(schedule)
     config = {"topology": topo.name, "routing": routing, "step_overhead_s": cfg.step_overhead_s,
-              "launch_overhead_s": cfg.launch_overhead_s, "root": root}
+              "launch_overhead_s": cfg.launch_overhead_s, "root": root,
+              "buffer_loops": schedule.notes.get("buffer_loops", 1)}
+    if selected_by:
+        config["selected_by"] = selected_by
     if mode == "analytical":
         if spec.cost is None:
             raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
                               "user algorithms run in mode 'des'")
         abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s, spec.levels)
-        t = cfg.launch_overhead_s + spec.cost(args, abg)
+        pieces = piece_sizes(args, hccl.buffer_bytes) if hccl is not None else [args.nbytes]
+        t = cfg.launch_overhead_s + sum(spec.cost(dataclasses.replace(args, nbytes=n), abg) for n in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
             config.update({f"alpha_s{suffix}": m.alpha_s, f"beta_s_per_B{suffix}": m.beta_s_per_B,

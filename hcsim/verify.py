@@ -29,6 +29,11 @@ MAX_STATE = 50_000_000
 def _owner(schedule: Schedule) -> np.ndarray:
     p, c = schedule.p, schedule.num_chunks
     coll = schedule.args.collective
+    if schedule.chunk_owner is not None:
+        owner = np.asarray(schedule.chunk_owner, dtype=np.int64)
+        if owner.shape != (c,):
+            raise ScheduleError(f"schedule.chunk_owner: {owner.shape[0]} entries for {c} chunks")
+        return owner
     if coll in PER_RANK_BLOCKS:
         if c % p:
             raise ScheduleError(f"schedule.num_chunks = {c}: must be a multiple of p = {p} for {coll}")

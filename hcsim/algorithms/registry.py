@@ -83,7 +83,7 @@ def get_algorithm(collective: str, algorithm) -> AlgorithmSpec:
     if isinstance(algorithm, str) and "/" in algorithm and RESOLVERS:
         return RESOLVERS[0](collective, algorithm)
     raise unknown_name(f"algorithm for {collective}", algorithm,
-                       list(known) + (["<level0>/<level1>[/<level2>]"] if RESOLVERS else []))
+                       list(known) + ["auto", "best"] + (["<level0>/<level1>[/<level2>]"] if RESOLVERS else []))
 
 
 RESOLVERS: list = []

@@ -170,6 +170,9 @@ class Schedule:
     chunk_bytes: np.ndarray
     algorithm: str = "custom"
     notes: dict = field(default_factory=dict)
+    chunk_owner: np.ndarray | None = None
+    """Block each chunk belongs to (rank for per-rank collectives, i*p+j for alltoall), when
+    chunks are not laid out block-major (e.g. CCL-buffer loops); None: block-major."""
 
     @property
     def p(self) -> int:

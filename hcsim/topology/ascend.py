@@ -85,7 +85,7 @@ def atlas800t_a2(*, npus_per_server: int = 8, hccs_bandwidth_Bps: float = HCCS_9
     """
     _count("npus_per_server", npus_per_server, 2)
     t = Topology("atlas800t-a2", f"Atlas 800T A2: {npus_per_server} x Ascend 910B, HCCS full mesh, "
-                 "one 200GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s))
+                 "one 200GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s), product="910B")
     hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs", inline_reduce=True)
     roce = LinkSpec(roce_bandwidth_Bps, roce_latency_s, "roce")
     _server_910b(t, 0, 0, npus_per_server, hccs, roce, reduce_Bps)
@@ -141,7 +141,7 @@ def atlas900_a2_pod(*, servers: int = 16, npus_per_server: int = 8, servers_per_
     _count("npus_per_server", npus_per_server, 2)
     t = Topology("atlas900-a2-pod", f"Atlas 900 A2 PoD: {servers} x Atlas 800T A2 ({servers * npus_per_server} "
                  f"x 910B), rail-aligned RoCE leaf-spine, {oversubscription}:1",
-                 _defaults(step_overhead_s, launch_overhead_s))
+                 _defaults(step_overhead_s, launch_overhead_s), product="910B")
     hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs", inline_reduce=True)
     roce = LinkSpec(roce_bandwidth_Bps, nic_latency_s, "roce")
     nics = []
@@ -173,7 +173,8 @@ def atlas800_9000(*, servers: int = 1, hccs_bandwidth_Bps: float = HCCS_910A_Bps
     """
     _count("servers", servers)
     t = Topology("atlas800-9000", f"Atlas 800 model 9000: {servers} x 8 x Ascend 910A, two 4-NPU HCCS meshes "
-                 "joined by PCIe, one 100GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s))
+                 "joined by PCIe, one 100GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s),
+                 product="910A")
     hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs")
     pcie = LinkSpec(pcie_bandwidth_Bps, pcie_latency_s, "pcie")
     roce = LinkSpec(roce_bandwidth_Bps, nic_latency_s, "roce")
@@ -234,7 +235,7 @@ def atlas900_a3_superpod(*, nodes: int = 16, npus_per_node: int = 8, superpods: 
     dies = 2 * npus_per_node
     t = Topology("atlas900-a3-superpod", f"Atlas 900 A3 SuperPoD: {superpods} x {nodes} nodes x {npus_per_node} "
                  "Ascend 910C (2 dies each), UB two-tier Clos, RoCE scale-out",
-                 _defaults(step_overhead_s, launch_overhead_s))
+                 _defaults(step_overhead_s, launch_overhead_s), product="910_93")
     sio = LinkSpec(sio_bandwidth_Bps, sio_latency_s, "sio", inline_reduce=True)
     ub = LinkSpec(ub_bandwidth_Bps, ub_latency_s, "ub", inline_reduce=True)
     ub_up = LinkSpec(dies * ub_bandwidth_Bps / l2_switches, ub_latency_s, "ub", inline_reduce=True)

@@ -20,7 +20,7 @@ import yaml
 
 from ..errors import ConfigError, HcsimError
 from . import ascend, builders
-from .model import ExecutionDefaults, Topology
+from .model import PRODUCTS, ExecutionDefaults, Topology
 from .spec import NODE_KINDS, LinkSpec, NpuSpec
 
 BUILDERS = {
@@ -37,7 +37,8 @@ BUILDERS = {
 }
 """Builders a YAML file may name under ``builder:``."""
 
-_TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance"}
+_TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance",
+             "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex"}
 _NODE_KEYS = {"name", "kind"}
@@ -163,11 +164,14 @@ def topology_from_dict(doc, where: str = "topology", **overrides) -> Topology:
             if "defaults" in doc:
                 topo.defaults = _defaults(where, doc["defaults"], topo.defaults)
             topo.provenance = {"file": where, "builder": bname, **(doc.get("provenance") or {})}
+            if "product" in doc:
+                topo.product = _product(where, doc["product"])
             return topo
         if overrides:
             raise ConfigError(f"{where}: overrides {sorted(overrides)} need a builder-form file")
         topo = Topology(name, description, _defaults(where, doc.get("defaults") or {}, ExecutionDefaults()),
-                        provenance={"file": where, **(doc.get("provenance") or {})})
+                        provenance={"file": where, **(doc.get("provenance") or {})},
+                        product=_product(where, doc["product"]) if "product" in doc else None)
         for i, n in enumerate(doc.get("npus") or []):
             w = f"{where}: npus[{i}]"
             _check_keys(w, n, _NPU_KEYS)
@@ -213,6 +217,12 @@ def topology_from_dict(doc, where: str = "topology", **overrides) -> Topology:
         if not msg.startswith(where):
             msg = f"{where}: {msg}"
         raise ConfigError(msg) from None
+
+
+def _product(where, value):
+    if value is not None and value not in PRODUCTS:
+        raise ConfigError(f"{where}: product = {value!r}: one of {', '.join(PRODUCTS)}")
+    return value
 
 
 def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:

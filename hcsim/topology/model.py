@@ -12,6 +12,9 @@ from ..errors import TopologyError, bad_value
 from .routing import MAX_PATHS, all_shortest_paths, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec
 
+PRODUCTS = ("910A", "910B", "910_93")
+"""Ascend products (HCCL's names; 910_93 is A3). HCCL's selection rules depend on it."""
+
 ROUTING_POLICIES = ("ecmp", "spray")
 """``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
 
@@ -58,11 +61,15 @@ class Topology:
     """
 
     def __init__(self, name: str = "topology", description: str = "",
-                 defaults: ExecutionDefaults | None = None, provenance: dict | None = None):
+                 defaults: ExecutionDefaults | None = None, provenance: dict | None = None,
+                 product: str | None = None):
         self.name = name
         self.description = description
         self.defaults = defaults or ExecutionDefaults()
         self.provenance = dict(provenance or {})
+        if product is not None and product not in PRODUCTS:
+            raise bad_value("product", product, "one of " + ", ".join(PRODUCTS) + " (or none)")
+        self.product = product
         self.graph = nx.DiGraph()
         self._compiled: _Compiled | None = None
 
@@ -176,6 +183,8 @@ class Topology:
                             "launch_overhead_us": self.defaults.launch_overhead_s * 1e6}}
         if self.provenance:
             out["provenance"] = self.provenance
+        if self.product:
+            out["product"] = self.product
         out.update({"npus": npus, "nodes": nodes, "links": links})
         return out
 

@@ -1,0 +1,229 @@
+"""HCCL's default algorithm selection (``algorithm="auto"``), HCCL_ALGO, and the candidates
+``algorithm="best"`` races.
+
+Each rule cites where it comes from: FACTS.md s3 (hicann/hcomm
+src/algorithm/impl/operator/*.cc) and hcomm's alg_configurator.cc / coll_alg_operator.cc as
+summarised there. Rules hcsim does not model (AIV and deterministic small-count executors,
+RDMA-Lite, graph mode) are listed in docs/algorithms.md; where they would apply the
+op-by-op HOST-mode rule is used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..algorithms.hierarchy import THREE_LEVEL
+from ..algorithms.registry import REGISTRY
+from ..errors import ConfigError, bad_value
+from .algo_env import HCSIM_NAME, HcclAlgo
+
+SELECTION_ALPHA_s = 60e-6
+"""HCCL's selection latency constant (coll_alg_operator.cc GetDefaultAlgoLevel1V2; FACTS s3)."""
+RDMA_PLAN_Bps = {"910A": 12.5e9 * 0.8, "910B": 25.0e9 * 0.8, "910_93": 25.0e9 * 0.8}
+"""Level-1 bandwidth per NPU HCCL plans with (device_capacity.cc; FACTS s4)."""
+PIPELINE_MIN_BYTES = 2 << 20
+"""Pipeline for RS/AG from 2 MB without RDMA-Lite (32 KB with it) (FACTS s3)."""
+PIPELINE_AR_PER_RANK_BYTES = 2 << 20
+"""AllReduce pipeline when size / (servers x NPUs per server) >= 2 MB without RDMA-Lite (1 MB with)."""
+PIPELINE_MAX_CONTEXTS = 65535
+"""More pipeline contexts than this falls back to H-D_R (all_reduce_operator.cc; FACTS s3)."""
+
+
+@dataclass(frozen=True)
+class HcclConfig:
+    """HCCL settings that change what runs.
+
+    Attributes
+    ----------
+    buffer_bytes : int
+        HCCL_BUFFSIZE, the CCL buffer: larger data is processed in loops of this size
+        (default 200 MB, FACTS s2).
+    deterministic : bool
+        HCCL_DETERMINISTIC: disables the AllReduce / ReduceScatter pipeline.
+    """
+
+    buffer_bytes: int = 200 * 1024 * 1024
+    deterministic: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.buffer_bytes, bool) or not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1:
+            raise bad_value("buffer_bytes", self.buffer_bytes, "a positive byte count (HCCL_BUFFSIZE)")
+
+
+def level0_algorithm(product: str | None, npus_per_server: int) -> str:
+    """What HCCL runs inside a server: it picks from the hardware (FACTS s1).
+
+    910B and A3: full-mesh HCCS / UB -> mesh. 910A: an 8-NPU job rides the fixed 8P rings
+    (topo_info_extractor.cc) -> ring; up to 4 NPUs stay in one HCCS group -> mesh.
+    """
+    if product == "910A" and npus_per_server > 4:
+        return "ring"
+    return "mesh"
+
+
+def _level1_cost_choice(collective, nbytes, servers, npus_per_server, product, buffer_bytes):
+    """GetDefaultAlgoLevel1V2's closed-form comparison (FACTS s3): Ring, NHR, HD with
+    delta = 60 us, BW = planned level-1 bandwidth per NPU; ties prefer Ring, then NHR, then HD."""
+    m = servers
+    bw = RDMA_PLAN_Bps.get(product, RDMA_PLAN_Bps["910B"])
+    x = min(nbytes, buffer_bytes)
+    d = SELECTION_ALPHA_s
+    if collective == "allreduce":
+        x /= npus_per_server
+    pow2 = m & (m - 1) == 0
+    logc = math.ceil(math.log2(m))
+    if collective in ("broadcast", "reduce"):  # Ring vs RHD only
+        costs = {"ring": (m - 1) * d + (m - 1) / m * x / bw,
+                 "hd": (1 + 2 * math.floor(math.log2(m))) * d + (1 + 2 * (m - 1) / m) * x / bw}
+    else:
+        costs = {"ring": (m - 1) * d + (m - 1) / m * x / bw,
+                 "nhr": logc * d + (m - 1) / m * x / bw,
+                 "hd": (int(math.log2(m)) * d + (m - 1) / m * x / bw) if pow2 else logc * d + (2 * m - 1) / m * x / bw}
+        if collective == "allreduce":
+            costs = {k: 2 * v for k, v in costs.items()}
+    best = min(costs.values())
+    for name in ("ring", "nhr", "hd"):  # tie order
+        if name in costs and costs[name] <= best * (1 + 1e-12):
+            return name, costs
+
+
+def select_algorithm(product: str | None, collective: str, nbytes: int, servers: tuple, pods: tuple = (),
+                     hccl_algo: HcclAlgo | None = None, config: HcclConfig | None = None) -> tuple[str, str]:
+    """The algorithm HCCL would run, as an hcsim name, and why.
+
+    Parameters
+    ----------
+    product : {"910A", "910B", "910_93", None}
+    collective : str
+    nbytes : int
+        Size in nccl-tests' convention.
+    servers : tuple of int
+        Ranks per server.
+    pods : tuple of int
+        Servers per pod.
+    hccl_algo : HcclAlgo, optional
+        A parsed HCCL_ALGO; setting it disables adaptive selection at level 1.
+    config : HcclConfig, optional
+
+    Returns
+    -------
+    (str, str)
+        The algorithm name (flat, ``level0/level1[/level2]`` or ``pipeline``) and the rule.
+
+    Examples
+    --------
+    >>> select_algorithm("910B", "allreduce", 64 << 20, (8,))[0]
+    'mesh'
+    >>> select_algorithm("910B", "allgather", 8 << 10, (8,) * 16)
+    ('mesh/nhr', 'cost comparison (coll_alg_operator.cc GetDefaultAlgoLevel1V2): nhr')
+    """
+    config = config or HcclConfig()
+    n_servers = len(servers)
+    local = servers[0] if servers else 1
+    equal = len(set(servers)) == 1
+    level0 = level0_algorithm(product, local)
+    rooted = collective in ("broadcast", "reduce", "scatter", "gather")
+    if collective == "sendrecv":
+        return "ring", "point to point"
+    if n_servers == 1:
+        if product == "910A" and collective == "allreduce" and local in (4, 8) and nbytes <= 1 << 20:
+            return "hd", "910A single server, 4 or 8 ranks, <= 1 MB: HD (all_reduce_operator.cc; FACTS s3)"
+        flat = "star" if (rooted and level0 == "mesh") else level0
+        if flat not in REGISTRY[collective]:
+            flat = "mesh" if "mesh" in REGISTRY[collective] else "ring"
+        return flat, f"one server: level 0 only, {flat} from the hardware (FACTS s1)"
+    if not equal:
+        raise ConfigError(f"servers = {servers}: HCCL runs AHC for servers of unequal size, which hcsim does "
+                          "not simulate yet")
+    levels = hccl_algo.levels_for(collective) if hccl_algo is not None else None
+    level1 = levels.get("level1") if levels else None
+    level2 = levels.get("level2") if levels else None
+    reason_src = "HCCL_ALGO"
+    if level1 in ("null", "NA", None):
+        level1 = None
+    if level1 is not None:
+        name = HCSIM_NAME[level1]
+        if name == "ahc":
+            raise ConfigError(f"HCCL_ALGO level1 = {level1!r}: AHC is not simulated yet; hcsim accepts "
+                              "ring, H-D_R, NHR, NHR_V1, NB, pipeline here")
+        if name in ("mesh", "pairwise") and collective not in ("alltoall", "alltoallv"):
+            level1 = None  # HCCL warns and ignores fullmesh / pairwise at level 1 (alg_configurator.cc)
+            reason_src = "HCCL_ALGO level1 fullmesh/pairwise ignored for this operator (alg_configurator.cc); default"
+        elif name == "pipeline" and product not in ("910B", "910_93"):
+            level1 = None
+            reason_src = "HCCL_ALGO pipeline ignored outside 910B/910_93 (alg_configurator.cc); default"
+        else:
+            level1 = name
+    if level1 == "pipeline":
+        if collective in ("allreduce", "allgather", "reducescatter") and local > 1:
+            return "pipeline", "HCCL_ALGO level1 pipeline"
+        level1 = None
+        reason_src = "HCCL_ALGO pipeline not available for this operator; default"
+    if level1 is None:
+        level1, why = _default_level1(product, collective, nbytes, n_servers, local, level0, config)
+        reason = why if reason_src == "HCCL_ALGO" else f"{reason_src}: {why}"
+        if level1 == "pipeline":
+            return "pipeline", reason
+    else:
+        reason = f"HCCL_ALGO level1 {level1}"
+    if collective in ("alltoall", "alltoallv"):
+        l1 = level1 if level1 in ("pairwise", "mesh") else "pairwise"
+        return f"mesh/{l1}", "AlltoAll: staged, inside servers then between (alltoall_operator.cc; FACTS s3)"
+    if collective in ("scatter", "gather") and level1 not in ("ring", "nhr", "nb"):
+        level1 = "ring"  # scatter_operator.cc forces anything else to Ring
+    if collective in ("broadcast",) and level1 not in ("ring", "nhr", "nb", "hd"):
+        level1 = "hd"
+    if collective == "reduce" and level1 not in ("ring", "hd", "tree"):
+        level1 = "ring"
+    name = f"{level0}/{level1}"
+    if len(pods) > 1 and collective in THREE_LEVEL:
+        l2 = HCSIM_NAME.get(level2, "nhr") if level2 not in (None, "NA", "null") else "nhr"
+        if l2 == "pipeline":
+            l2 = "ring"
+        name += f"/{l2}"
+        reason += f"; level2 {l2} (default NHR, alg_configurator.cc)"
+    return name, reason
+
+
+def _default_level1(product, collective, nbytes, n_servers, local, level0, config):
+    if product == "910A":
+        if n_servers & (n_servers - 1):
+            return "ring", "910A: server count not a power of two -> ring (FACTS s3)"
+        return "hd", "910A: server count a power of two -> H-D_R (FACTS s3)"
+    contexts = (5 * (local - 1) + 8) * n_servers
+    pipeline_ok = (product in ("910B", "910_93") and local > 1 and level0 == "mesh"
+                   and contexts <= PIPELINE_MAX_CONTEXTS)
+    if pipeline_ok and collective == "allgather" and nbytes >= PIPELINE_MIN_BYTES:
+        return "pipeline", "AllGather >= 2 MB, mesh level 0, > 1 NPU per server: pipeline (FACTS s3)"
+    if (pipeline_ok and collective == "reducescatter" and nbytes >= PIPELINE_MIN_BYTES
+            and not config.deterministic):
+        return "pipeline", "ReduceScatter >= 2 MB, mesh level 0, non-deterministic: pipeline (FACTS s3)"
+    if (pipeline_ok and collective == "allreduce" and not config.deterministic
+            and nbytes / (n_servers * local) >= PIPELINE_AR_PER_RANK_BYTES):
+        return "pipeline", "AllReduce size/(servers x NPUs) >= 2 MB: pipeline (FACTS s3)"
+    name, _ = _level1_cost_choice(collective, nbytes, n_servers, local, product, config.buffer_bytes)
+    if product == "910_93" and name == "hd":
+        name = "nhr"  # A3 forces level-1 HD to NHR (FACTS s3)
+    return name, f"cost comparison (coll_alg_operator.cc GetDefaultAlgoLevel1V2): {name}"
+
+
+def candidates(collective: str, servers: tuple, pods: tuple = (), product: str | None = None) -> list[str]:
+    """Algorithms ``algorithm="best"`` races: in one server the flat ones; across servers,
+    level 0 (from the hardware) with every level-1 algorithm HCCL offers, and the pipeline."""
+    flat = list(REGISTRY[collective])
+    if len(servers) <= 1 or len(set(servers)) != 1:
+        return [a for a in flat if a != "pipeline"]
+    # Across servers HCCL always composes levels (flat algorithms would cross the slow tier at
+    # every step), so the race is between its level-1 choices and the pipeline.
+    level0 = level0_algorithm(product, servers[0])
+    level1 = {"allreduce": ["ring", "hd", "nhr", "nb"], "allgather": ["ring", "hd", "nhr", "nb"],
+              "reducescatter": ["ring", "hd", "nhr", "nb"], "broadcast": ["ring", "hd", "nhr", "nb", "tree"],
+              "reduce": ["ring", "tree"], "scatter": ["ring", "nhr", "nb"], "gather": ["ring", "star"],
+              "alltoall": ["pairwise", "mesh"], "alltoallv": ["pairwise", "mesh"]}.get(collective, [])
+    out = []
+    suffix = "/nhr" if len(pods) > 1 and collective in THREE_LEVEL else ""
+    out += [f"{level0}/{b}{suffix}" for b in level1]
+    if "pipeline" in REGISTRY[collective] and servers[0] > 1:
+        out.append("pipeline")
+    return out

@@ -1,0 +1,99 @@
+"""HCCL's default selection, HCCL_ALGO in simulate, CCL buffer loops, and "best"."""
+
+import pytest
+
+import hcsim
+from hcsim.algorithms import get_algorithm
+from hcsim.algorithms.registry import make_args
+from hcsim.errors import ConfigError
+from hcsim.hccl.algo_env import parse_hccl_algo
+from hcsim.hccl.buffer import loop_count, looped
+from hcsim.hccl.selection import HcclConfig, candidates, select_algorithm
+from hcsim.topology import atlas900_a2_pod, tiered_mesh
+from hcsim.verify import verify
+
+A2 = (8,) * 16
+
+
+@pytest.mark.parametrize("product,coll,size,servers,expected", [
+    ("910B", "allreduce", 64 << 20, (8,), "mesh"),            # one server: level 0 only
+    ("910B", "broadcast", 1 << 20, (8,), "star"),
+    ("910B", "allreduce", 8 << 10, A2, "mesh/nhr"),           # cost comparison, m = 16 >= 4 -> NHR
+    ("910B", "allreduce", 8 << 10, (8,) * 2, "mesh/ring"),    # m = 2: ring and NHR tie -> ring
+    ("910B", "allreduce", 8 << 10, (8,) * 3, "mesh/ring"),    # m = 3: tie again
+    ("910B", "allgather", 2 << 20, A2, "pipeline"),           # >= 2 MB with mesh level 0
+    ("910B", "allgather", (2 << 20) - 1, A2, "mesh/nhr"),
+    ("910B", "reducescatter", 64 << 20, A2, "pipeline"),
+    ("910B", "allreduce", 256 << 20, A2, "pipeline"),         # 256 MB / 128 ranks = 2 MB per rank
+    ("910B", "allreduce", 128 << 20, A2, "mesh/nhr"),         # 1 MB per rank
+    ("910B", "alltoall", 1 << 20, A2, "mesh/pairwise"),
+    ("910A", "allreduce", 1 << 20, (8,), "hd"),               # 910A single server <= 1 MB, 8 ranks
+    ("910A", "allreduce", 2 << 20, (8,), "ring"),             # 8P ring
+    ("910A", "allreduce", 2 << 20, (4,), "mesh"),             # 4P mesh
+    ("910A", "allreduce", 64 << 20, (8,) * 3, "ring/ring"),   # server count not a power of two
+    ("910A", "allreduce", 64 << 20, (8,) * 4, "ring/hd"),
+    ("910_93", "allreduce", 8 << 10, (16,) * 4, "mesh/nhr"),
+])
+def test_default_selection_rules(product, coll, size, servers, expected):
+    assert select_algorithm(product, coll, size, servers)[0] == expected
+
+
+def test_deterministic_turns_off_the_reduce_pipelines():
+    cfg = HcclConfig(deterministic=True)
+    assert select_algorithm("910B", "reducescatter", 64 << 20, A2, config=cfg)[0] == "mesh/nhr"
+    assert select_algorithm("910B", "allgather", 64 << 20, A2, config=cfg)[0] == "pipeline"
+
+
+def test_hccl_algo_constrains_level1():
+    algo = parse_hccl_algo("level0:NA;level1:H-D_R")
+    assert select_algorithm("910B", "allreduce", 1 << 20, A2, hccl_algo=algo)[0] == "mesh/hd"
+    per_op = parse_hccl_algo("allgather=level0:NA;level1:ring")
+    assert select_algorithm("910B", "allgather", 64 << 20, A2, hccl_algo=per_op)[0] == "mesh/ring"
+    assert select_algorithm("910B", "allreduce", 8 << 10, A2, hccl_algo=per_op)[0] == "mesh/nhr"  # not listed
+    ignored = parse_hccl_algo("level0:NA;level1:fullmesh")
+    name, why = select_algorithm("910B", "allreduce", 8 << 10, A2, hccl_algo=ignored)
+    assert name == "mesh/nhr" and "ignored" in why
+    with pytest.raises(ConfigError, match="AHC is not simulated yet"):
+        select_algorithm("910B", "allreduce", 8 << 10, A2, hccl_algo=parse_hccl_algo("level0:NA;level1:AHC"))
+
+
+def test_simulate_auto_and_hccl_algo_report_their_choice():
+    pod = atlas900_a2_pod(servers=4)
+    r = hcsim.simulate(pod, "allreduce", "1M", "auto")
+    assert r.algorithm == "mesh/nhr" and "GetDefaultAlgoLevel1V2" in r.config["selected_by"]
+    r = hcsim.simulate(pod, "allreduce", "1M", hccl_algo="level0:NA;level1:ring")
+    assert r.algorithm == "mesh/ring" and r.config["selected_by"] == "HCCL_ALGO level1 ring"
+    with pytest.raises(ConfigError, match="hccl_algo"):
+        hcsim.simulate(pod, "allreduce", "1M", "ring", hccl_algo="level0:NA;level1:ring")
+    with pytest.raises(ConfigError, match="HCCL_ALGO = 'level1:Ring'"):
+        hcsim.simulate(pod, "allreduce", "1M", hccl_algo="level1:Ring")
+
+
+def test_best_is_the_fastest_candidate():
+    pod = atlas900_a2_pod(servers=4)
+    r = hcsim.simulate(pod, "allgather", "4M", "best")
+    times = r.config["candidates"]
+    assert set(times) == set(candidates("allgather", (8,) * 4, (), "910B"))
+    assert r.time_s == min(times.values()) and r.algorithm == min(times, key=times.get)
+
+
+@pytest.mark.parametrize("coll,algo", [("allreduce", "ring"), ("allgather", "hd"), ("reducescatter", "mesh"),
+                                       ("alltoall", "pairwise"), ("broadcast", "tree"), ("scatter", "nhr"),
+                                       ("allreduce", "mesh/ring"), ("allgather", "pipeline")])
+def test_buffer_loops_verify(coll, algo):
+    args = make_args(coll, 8, 10000, 3, servers=(4, 4))
+    s = looped(get_algorithm(coll, algo), args, 3000)
+    assert s.notes["buffer_loops"] == loop_count(10000, 3000) == 4
+    verify(s)
+
+
+def test_buffer_loops_cost_what_the_pieces_cost():
+    topo = tiered_mesh((4, 2), (18.3e9, 5e9), (0.6e-6, 4e-6), inline_reduce=(True, False))
+    size = 8 * 8 * 64 * 10
+    cfg = HcclConfig(buffer_bytes=size // 4)
+    des = hcsim.simulate(topo, "allreduce", size, "mesh/ring", hccl=cfg, step_overhead_s=1e-6)
+    ana = hcsim.simulate(topo, "allreduce", size, "mesh/ring", hccl=cfg, step_overhead_s=1e-6, mode="analytical")
+    one = hcsim.simulate(topo, "allreduce", size // 4, "mesh/ring", step_overhead_s=1e-6)
+    assert des.config["buffer_loops"] == 4
+    assert des.time_s == pytest.approx(ana.time_s, rel=1e-9)
+    assert des.time_s == pytest.approx(4 * one.time_s, rel=1e-9)  # four back-to-back quarter-size runs
