@@ -19,6 +19,7 @@ from .algorithms import (
     register,
 )
 from .api import simulate, sweep
+from .study import select
 from .engine import Result
 from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError
 from .topology import Topology, load_topology, save_topology
@@ -30,5 +31,5 @@ __version__ = "0.1.0"
 __all__ = [
     "COLLECTIVES", "AlgorithmSpec", "ConfigError", "HcsimError", "Result", "Schedule", "ScheduleError",
     "StuckScheduleError", "Topology", "TopologyError", "algorithms_for", "build_schedule",
-    "load_topology", "parse_size", "register", "save_topology", "simulate", "sweep", "verify",
+    "load_topology", "parse_size", "register", "save_topology", "select", "simulate", "sweep", "verify",
 ]

@@ -139,13 +139,14 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     if verify not in (False, "auto", True):
         raise bad_value("verify", verify, "'auto', True or False")
     schedule = looped(spec, args, hccl.buffer_bytes) if hccl is not None else run_builder(spec, args)
-    if verify is True or (verify == "auto" and (spec.user or _small_enough(schedule))):
+    verified = verify is True or (verify == "auto" and (spec.user or _small_enough(schedule)))
+    if verified:
         _verify.verify(schedule)
     elif mode == "des":
         check_structure(schedule)
     config = {"topology": topo.name, "routing": routing, "step_overhead_s": cfg.step_overhead_s,
               "launch_overhead_s": cfg.launch_overhead_s, "root": root,
-              "buffer_loops": schedule.notes.get("buffer_loops", 1)}
+              "buffer_loops": schedule.notes.get("buffer_loops", 1), "verified": bool(verified)}
     if selected_by:
         config["selected_by"] = selected_by
     if mode == "analytical":

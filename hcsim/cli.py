@@ -40,6 +40,34 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--plot", help="write a bandwidth-vs-size plot (PNG) here")
     sw.add_argument("--metric", default="busbw_GBps", help="what --plot draws: busbw_GBps, algbw_GBps, time_us")
 
+    se = sub.add_parser("select", help="HCCL's algorithm choice versus the fastest, size by size")
+    se.add_argument("--topology", "-t", default="atlas900-a2-pod", help="built-in name or YAML file")
+    se.add_argument("--servers", type=int, default=None, help="servers (nodes) in the topology (builder topologies)")
+    se.add_argument("--op", required=True, help="collective")
+    se.add_argument("-b", "--minbytes", default="8K")
+    se.add_argument("-e", "--maxbytes", default="4G")
+    se.add_argument("-f", "--stepfactor", type=int, default=2)
+    se.add_argument("--mode", default="des", help="des or analytical")
+    se.add_argument("--hccl-algo", default=None, help="an HCCL_ALGO string constraining HCCL's choice")
+    se.add_argument("--buffsize", default="200M", help="HCCL_BUFFSIZE (CCL buffer), e.g. 200M")
+    se.add_argument("--csv", help="write the table to this CSV file")
+    se.add_argument("--plot", help="write time vs size per candidate (PNG), fastest regions shaded")
+    se.add_argument("--metric", default="time_us", help="what --plot draws: time_us or algbw_GBps")
+
+    ht = sub.add_parser("hccl-test", help="simulate an hccl_test binary, printing hccl_test's table")
+    ht.add_argument("binary", help="all_reduce_test, all_gather_test, reduce_scatter_test, alltoall_test, "
+                                   "alltoallv_test, broadcast_test, reduce_test, scatter_test")
+    ht.add_argument("-p", "--npus", type=int, default=8, help="NPUs per server (hccl_test -p)")
+    ht.add_argument("-n", "--servers", type=int, default=1, help="servers (mpirun -n = servers x -p)")
+    ht.add_argument("-b", "--minbytes", default="8K")
+    ht.add_argument("-e", "--maxbytes", default="64M")
+    ht.add_argument("-f", "--stepfactor", type=int, default=2)
+    ht.add_argument("-d", "--datatype", default="fp32")
+    ht.add_argument("-o", "--op", default="sum")
+    ht.add_argument("-r", "--root", type=int, default=0)
+    ht.add_argument("--topology", "-t", default=None, help="default: atlas800t-a2 (1 server) or atlas900-a2-pod")
+    ht.add_argument("--hccl-algo", default=None, help="HCCL_ALGO for the run")
+
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
     show = tsub.add_parser("show", help="summarise a topology")
@@ -77,6 +105,45 @@ def _cmd_sweep(a) -> int:
     return 0
 
 
+def _cmd_select(a) -> int:
+    from .algorithms.registry import check_collective
+    from .hccl.selection import HcclConfig
+    from .report import format_select
+    from .study import select
+    from .topology.io import load_topology
+    from .units import parse_size
+
+    check_collective(a.op)
+    overrides = {}
+    if a.servers is not None:
+        key = "nodes" if "a3" in str(a.topology) else "servers"
+        overrides[key] = a.servers
+    topo = load_topology(a.topology, **overrides)
+    cfg = HcclConfig(buffer_bytes=parse_size(a.buffsize, "--buffsize"))
+    df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
+                hccl_algo=a.hccl_algo, hccl=cfg)
+    print(format_select(df), end="")
+    if a.csv:
+        df.to_csv(a.csv, index=False)
+        print(f"# rows written to {a.csv}")
+    if a.plot:
+        from .plot import plot_select
+
+        if a.metric not in ("time_us", "algbw_GBps"):
+            raise HcsimError(f"--metric = {a.metric!r}: one of time_us, algbw_GBps")
+        print(f"# plot written to {plot_select(df, a.plot, a.metric)}")
+    return 0
+
+
+def _cmd_hccl_test(a) -> int:
+    from .hccl.hccl_test import run_hccl_test
+
+    print(run_hccl_test(a.binary, npus=a.npus, servers=a.servers, minbytes=a.minbytes, maxbytes=a.maxbytes,
+                        factor=a.stepfactor, dtype=a.datatype, op=a.op, root=a.root, topology=a.topology,
+                        hccl_algo=a.hccl_algo), end="")
+    return 0
+
+
 def _cmd_topo(a) -> int:
     from .topology.io import builtin_names, load_topology
     from .topology.summary import format_summary, summarize
@@ -109,7 +176,8 @@ def _cmd_algos(a) -> int:
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     try:
-        handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos}[args.command]
+        handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
+                   "hccl-test": _cmd_hccl_test}[args.command]
         return handler(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)

@@ -76,3 +76,34 @@ def draw_topology(topo, path) -> Path:
     ax.legend(loc="lower right", fontsize=7)
     ax.axis("off")
     return _save(fig, path)
+
+
+def plot_select(df: pd.DataFrame, path, metric: str = "time_us") -> Path:
+    """Every candidate's time (or busbw) against size, the fastest algorithm's regions shaded
+    and HCCL's choice marked."""
+    plt = _pyplot()
+    cands = [c[len("time_us["):-1] for c in df.columns if c.startswith("time_us[")]
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    cmap = plt.get_cmap("tab10")
+    color = {a: cmap(i % 10) for i, a in enumerate(cands)}
+    sizes = df["size_bytes"].to_numpy(dtype=float)
+    for a in cands:
+        t = df[f"time_us[{a}]"].to_numpy()
+        y = t if metric == "time_us" else sizes / (t * 1e-6) / 1e9
+        ax.plot(sizes, y, marker="o", ms=3, color=color[a], label=a)
+    # winning regions: from halfway (in log) between sizes to halfway
+    edges = [sizes[0] / 2 ** 0.5] + [float((a * b) ** 0.5) for a, b in zip(sizes[:-1], sizes[1:], strict=True)] + \
+        [sizes[-1] * 2 ** 0.5]
+    for i, best in enumerate(df["best"]):
+        ax.axvspan(edges[i], edges[i + 1], color=color.get(best, "grey"), alpha=0.08, lw=0)
+    hccl_y = df["hccl_time_us"].to_numpy() if metric == "time_us" else sizes / (df["hccl_time_us"].to_numpy() * 1e-6) / 1e9
+    ax.plot(sizes, hccl_y, ls="none", marker="x", ms=7, color="black", label="HCCL's choice")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("time (us)" if metric == "time_us" else "algorithm bandwidth (GB/s)")
+    first = df.iloc[0]
+    ax.set_title(f"{first.collective}, {int(first.ranks)} ranks: candidates (shade = fastest)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _save(fig, path)

@@ -39,3 +39,25 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
         for row in best.itertuples(index=False):
             out.append(_line((str(int(row.size_bytes)), row.algorithm, f"{row.time_us:.2f}"), head))
     return "\n".join(out).rstrip() + "\n"
+
+
+def format_select(df: pd.DataFrame) -> str:
+    """The selection study as a table: HCCL's choice, the best, every candidate, crossovers."""
+    cands = [c[len("time_us["):-1] for c in df.columns if c.startswith("time_us[")]
+    first = df.iloc[0]
+    out = [f"# {first.collective} on {df.attrs.get('topology', '?')}: {int(first.ranks)} ranks, "
+           f"mode {df.attrs.get('mode', 'des')}; times in us"]
+    head = ["size(Bytes)", "hccl_choice", "hccl_us", "best", "best_us", "slowdown"] + cands
+    rows = [[str(int(r.size_bytes)), r.hccl_choice, f"{r.hccl_time_us:.2f}", r.best, f"{r.best_time_us:.2f}",
+             f"{r.slowdown:.3f}x"] + [f"{r[f'time_us[{c}]']:.2f}" for c in cands] for _, r in df.iterrows()]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    out.append(" | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+    for row in rows:
+        out.append(" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    cross = df.attrs.get("crossovers", [])
+    out.append("# crossovers (fastest algorithm changes at): " +
+               ("; ".join(f"{size} B: {a} -> {b}" for size, a, b in cross) if cross else "none"))
+    worst = df.loc[df["slowdown"].idxmax()]
+    out.append(f"# HCCL's choice is at most {100 * (df['slowdown'].max() - 1):.1f}% slower than the fastest "
+               f"(worst at {int(worst.size_bytes)} B: {worst.hccl_choice} vs {worst.best})")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,76 @@
+"""Simulated hccl_test runs, printed in hccl_test's own format so a simulated table can sit
+beside a real one line by line (FACTS.md s5; ../shared/data/hccl_test_sample.txt).
+
+hccl_test's conventions, which hcsim's sizes already follow: data_size is the -b..-e value;
+AllReduce, Broadcast, Reduce and AlltoAll use the per-NPU buffer, AllGather and
+ReduceScatter count x rank size; alg_bandwidth = data_size / aveg_time with GB = 1e9; no bus
+bandwidth is printed.
+"""
+
+from __future__ import annotations
+
+from ..errors import bad_value, unknown_name
+from ..units import parse_size, size_range
+
+BINARIES = {"all_reduce_test": "allreduce", "all_gather_test": "allgather", "reduce_scatter_test": "reducescatter",
+            "alltoall_test": "alltoall", "alltoallv_test": "alltoallv", "broadcast_test": "broadcast",
+            "reduce_test": "reduce", "scatter_test": "scatter"}
+DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "fp16": 2, "bfp16": 2, "int32": 4, "uint32": 4,
+          "fp32": 4, "int64": 8, "uint64": 8, "fp64": 8}
+OPS = ("sum", "prod", "max", "min")
+HEADER = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
+_WIDTHS = (18, 15, 21)
+
+
+def format_row(nbytes: int, time_us: float, algbw_GBps: float, check: str) -> str:
+    """One hccl_test row: cells padded to their header's width, then ``| ``."""
+    cells = (str(int(nbytes)), f"{time_us:.2f}", f"{algbw_GBps:.5f}")
+    return "| ".join(c.ljust(w) for c, w in zip(cells, _WIDTHS, strict=True)) + "| " + check
+
+
+def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", maxbytes="64M", factor: int = 2,
+                  dtype: str = "fp32", op: str = "sum", root: int = 0, topology=None, hccl_algo=None,
+                  iters: int = 20, warmup_iters: int = 5) -> str:
+    """Simulate ``mpirun -n <servers x npus> ./bin/<binary> -b .. -e .. -f .. -p <npus>``.
+
+    The algorithm is HCCL's own choice (``algorithm="auto"``, or HCCL_ALGO when given).
+    ``check_result`` reads ``success`` when the simulated schedule passed the semantic
+    verifier, ``NA`` when it was too large to verify.
+
+    Examples
+    --------
+    >>> print(run_hccl_test("all_gather_test", npus=8, minbytes="8K", maxbytes="16K").splitlines()[1])
+    data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:
+    """
+    from ..api import simulate
+    from ..topology.io import load_topology
+
+    if binary not in BINARIES:
+        raise unknown_name("hccl_test binary", binary, BINARIES)
+    if dtype not in DTYPES:
+        raise unknown_name("-d", dtype, DTYPES)
+    if op not in OPS:
+        raise unknown_name("-o", op, OPS)
+    for name, value in (("-p", npus), ("-n", servers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad_value(name, value, "an integer >= 1")
+    collective = BINARIES[binary]
+    if topology is None:
+        topo = (load_topology("atlas800t-a2", npus_per_server=npus) if servers == 1 else
+                load_topology("atlas900-a2-pod", servers=servers, npus_per_server=npus))
+    else:
+        topo = load_topology(topology)
+    ranks = servers * npus
+    if ranks > topo.num_npus:
+        raise bad_value("-n x -p", ranks, f"at most {topo.num_npus} NPUs in {topo.name}")
+    sizes = size_range(minbytes, maxbytes, factor)
+    lo, hi = parse_size(minbytes), parse_size(maxbytes)
+    lines = [f"the minbytes is {lo}, maxbytes is {hi}, iters is {iters}, warmup_iters is {warmup_iters}", HEADER]
+    unit = DTYPES[dtype]
+    for nbytes in sizes:
+        if nbytes % unit:
+            raise bad_value("data size", nbytes, f"a multiple of {unit} bytes ({dtype})")
+        r = simulate(topo, collective, nbytes, ranks=ranks, root=root, hccl_algo=hccl_algo,
+                     algorithm=None if hccl_algo else "auto")
+        lines.append(format_row(nbytes, r.time_us, r.algbw_GBps, "success" if r.config.get("verified") else "NA"))
+    return "\n".join(lines) + "\n"

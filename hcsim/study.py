@@ -1,0 +1,74 @@
+"""Algorithm-selection studies: what HCCL picks versus what is fastest, size by size."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .api import rank_layout, resolve_sizes, simulate
+from .hccl.selection import HcclConfig, candidates
+from .topology.io import load_topology
+
+
+def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ranks=None, mode: str = "des",
+           hccl_algo: str | None = None, hccl: HcclConfig | None = None, **kwargs) -> pd.DataFrame:
+    """Race HCCL's choice against every candidate algorithm, size by size.
+
+    Parameters
+    ----------
+    topology, collective, sizes, factor, ranks, mode
+        As for :func:`hcsim.sweep`.
+    hccl_algo : str, optional
+        An HCCL_ALGO string constraining HCCL's choice.
+    hccl : HcclConfig, optional
+        CCL buffer size and determinism (default: HCCL's defaults); every candidate runs
+        through the same buffer.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per size: ``size_bytes``, ``hccl_choice``, ``hccl_time_us``, ``best``,
+        ``best_time_us``, ``slowdown`` (HCCL's time / best time), ``selected_by``, and
+        ``time_us[<algorithm>]`` per candidate. ``df.attrs["crossovers"]`` lists
+        ``(size_bytes, previous_best, new_best)`` where the fastest algorithm changes.
+
+    Examples
+    --------
+    >>> df = select("atlas800t-a2", "allgather", sizes=("1K", "4K"))
+    >>> list(df["hccl_choice"])
+    ['mesh', 'mesh', 'mesh']
+    """
+    topo = load_topology(topology)
+    hccl = hccl or HcclConfig()
+    rank_nodes = topo.resolve_ranks(ranks)
+    servers, pods = rank_layout(topo, rank_nodes)
+    cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
+    rows, prev, crossovers = [], None, []
+    for size in resolve_sizes(sizes, factor):
+        chosen = simulate(topo, collective, size, "auto", ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl,
+                          **kwargs)
+        times = {}
+        for algo in cands:
+            if algo == chosen.algorithm:
+                times[algo] = chosen.time_s
+            else:
+                times[algo] = simulate(topo, collective, size, algo, ranks=ranks, mode=mode, hccl=hccl,
+                                       **kwargs).time_s
+        times.setdefault(chosen.algorithm, chosen.time_s)
+        fastest = min(times.values())
+        # ties (within 1e-9) go to HCCL's choice, then to the candidate order
+        best = chosen.algorithm if times[chosen.algorithm] <= fastest * (1 + 1e-9) else \
+            next(a for a in times if times[a] <= fastest * (1 + 1e-9))
+        row = {"collective": collective, "ranks": chosen.ranks, "size_bytes": size,
+               "hccl_choice": chosen.algorithm, "hccl_time_us": chosen.time_us, "best": best,
+               "best_time_us": times[best] * 1e6, "slowdown": chosen.time_s / times[best],
+               "selected_by": chosen.config.get("selected_by", "")}
+        row.update({f"time_us[{a}]": t * 1e6 for a, t in times.items()})
+        rows.append(row)
+        if prev is not None and best != prev:
+            crossovers.append((size, prev, best))
+        prev = best
+    df = pd.DataFrame(rows)
+    df.attrs["crossovers"] = crossovers
+    df.attrs["topology"] = topo.name
+    df.attrs["mode"] = mode
+    return df
