@@ -19,9 +19,9 @@ from .algorithms import (
     register,
 )
 from .api import simulate, sweep
-from .study import select
 from .engine import Result
 from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError
+from .study import select
 from .topology import Topology, load_topology, save_topology
 from .units import parse_size
 from .verify import verify

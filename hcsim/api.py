@@ -134,7 +134,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     nbytes = args.nbytes
     defaults = topo.defaults
     cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,
-                       launch_overhead_s=defaults.launch_overhead_s if launch_overhead_s is None else launch_overhead_s,
+                       launch_overhead_s=(defaults.launch_for(collective) if launch_overhead_s is None
+                                          else launch_overhead_s),
                        routing=routing, ecmp_seed=ecmp_seed, record=False)
     if verify not in (False, "auto", True):
         raise bad_value("verify", verify, "'auto', True or False")

@@ -54,12 +54,29 @@ def test_atlas800t_a2_parameters_match_facts():
     assert t.defaults.step_overhead_s == pytest.approx(1.02e-6)
 
 
-def test_builtin_yaml_equals_builder():
-    a, b = load_topology("atlas800t-a2"), atlas800t_a2()
-    assert a.npus == b.npus
-    assert {(u, v): d["spec"] for u, v, d in a.graph.edges(data=True)} == \
-           {(u, v): d["spec"] for u, v, d in b.graph.edges(data=True)}
-    assert a.defaults == b.defaults
+def test_builtin_yaml_is_the_builder_with_its_params():
+    import yaml as _yaml
+
+    from hcsim.topology.io import builtin_dirs
+
+    for name, builder in (("atlas800t-a2", atlas800t_a2),):
+        path = next(d / f"{name}.yaml" for d in builtin_dirs() if (d / f"{name}.yaml").is_file())
+        params = _yaml.safe_load(path.read_text())["params"]
+        kw = {}
+        for k, v in params.items():
+            if k.endswith("_GBps"):
+                kw[k[:-5] + "_Bps"] = v * 1e9
+            elif k.endswith("_us"):
+                kw[k[:-3] + "_s"] = v * 1e-6
+            else:
+                kw[k] = v
+        a, b = load_topology(name), builder(**kw)
+        assert a.npus == b.npus and a.product == "910B"
+        assert {(u, v): d["spec"] for u, v, d in a.graph.edges(data=True)} == \
+               {(u, v): d["spec"] for u, v, d in b.graph.edges(data=True)}
+        assert a.npu_spec("npu3") == b.npu_spec("npu3")
+        assert a.defaults.launch_for("alltoall") == pytest.approx(114.8e-6)
+        assert a.defaults.launch_for("broadcast") == pytest.approx(36.9e-6)
 
 
 def test_yaml_round_trip(tmp_path):

@@ -54,11 +54,12 @@ def _defaults(step_overhead_s, launch_overhead_s):
     return ExecutionDefaults(step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s)
 
 
-def _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps):
+def _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps, endpoint_Bps=None):
     names = []
     for i in range(npus_per_server):
         name = f"npu{base + i}"
-        t.add_npu(name, NpuSpec(server=s, local_index=i, reduce_Bps=reduce_Bps))
+        t.add_npu(name, NpuSpec(server=s, local_index=i, reduce_Bps=reduce_Bps, injection_Bps=endpoint_Bps,
+                                ejection_Bps=endpoint_Bps))
         t.add_node(f"nic{base + i}", "nic")
         t.add_link(name, f"nic{base + i}", roce)
         names.append(name)
@@ -71,11 +72,14 @@ def _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps):
 def atlas800t_a2(*, npus_per_server: int = 8, hccs_bandwidth_Bps: float = HCCS_910B_Bps,
                  hccs_latency_s: float = SDMA_FIXED_s, roce_bandwidth_Bps: float = ROCE_910B_Bps,
                  roce_latency_s: float = RDMA_FIXED_s, reduce_Bps: float = CCE_REDUCE_Bps,
+                 endpoint_bandwidth_Bps: float | None = None,
                  step_overhead_s: float = NOTIFY_s, launch_overhead_s: float = 0.0) -> Topology:
     """One Atlas 800T A2 server: 8 x Ascend 910B in an HCCS full mesh, a RoCE NIC per NPU.
 
     HCCS links reduce inline (SDMA inline reduce, hccl docs perf_analysis), so intra-server
     reductions cost no vector-core time. The NICs reach nothing until a pod joins them.
+    ``endpoint_bandwidth_Bps`` caps what one NPU sends (and receives) over all its links at
+    once (None: no cap); the built-in YAML calibrates it from measurements.
 
     Examples
     --------
@@ -88,7 +92,7 @@ def atlas800t_a2(*, npus_per_server: int = 8, hccs_bandwidth_Bps: float = HCCS_9
                  "one 200GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s), product="910B")
     hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs", inline_reduce=True)
     roce = LinkSpec(roce_bandwidth_Bps, roce_latency_s, "roce")
-    _server_910b(t, 0, 0, npus_per_server, hccs, roce, reduce_Bps)
+    _server_910b(t, 0, 0, npus_per_server, hccs, roce, reduce_Bps, endpoint_bandwidth_Bps)
     return t
 
 
@@ -124,6 +128,7 @@ def atlas900_a2_pod(*, servers: int = 16, npus_per_server: int = 8, servers_per_
                     hccs_bandwidth_Bps: float = HCCS_910B_Bps, hccs_latency_s: float = SDMA_FIXED_s,
                     roce_bandwidth_Bps: float = ROCE_910B_Bps, nic_latency_s: float = RDMA_FIXED_s / 2,
                     switch_latency_s: float = SWITCH_HOP_s, reduce_Bps: float = CCE_REDUCE_Bps,
+                    endpoint_bandwidth_Bps: float | None = None,
                     step_overhead_s: float = NOTIFY_s, launch_overhead_s: float = 0.0) -> Topology:
     """Atlas 900 A2 PoD: Atlas 800T A2 servers on a rail-aligned RoCE leaf-spine.
 
@@ -147,7 +152,7 @@ def atlas900_a2_pod(*, servers: int = 16, npus_per_server: int = 8, servers_per_
     nics = []
     for s in range(servers):
         base = s * npus_per_server
-        _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps)
+        _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps, endpoint_bandwidth_Bps)
         nics.append([f"nic{base + i}" for i in range(npus_per_server)])
     _rail_fabric(t, nics, roce_bandwidth_Bps, switch_latency_s, servers_per_leaf, spines, oversubscription)
     return t

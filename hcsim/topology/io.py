@@ -39,7 +39,7 @@ BUILDERS = {
 
 _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance",
              "product"}
-_DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us"}
+_DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex"}
 _NODE_KEYS = {"name", "kind"}
 _LINK_KEYS = {"src", "dst", "bandwidth_GBps", "latency_us", "tier", "inline_reduce", "bidirectional"}
@@ -227,9 +227,17 @@ def _product(where, value):
 
 def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
     _check_keys(f"{where}: defaults", d, _DEFAULT_KEYS)
-    kw = {"step_overhead_s": base.step_overhead_s, "launch_overhead_s": base.launch_overhead_s}
+    kw = {"step_overhead_s": base.step_overhead_s, "launch_overhead_s": base.launch_overhead_s,
+          "launch_overhead_by_collective_s": base.launch_overhead_by_collective_s}
     for k, v in d.items():
-        kw[k[:-3] + "_s"] = _num(f"{where}: defaults.{k}", v, allow_zero=True) * 1e-6
+        if k == "launch_overhead_by_collective_us":
+            from ..algorithms.schedule import COLLECTIVES
+
+            _check_keys(f"{where}: defaults.{k}", v, set(COLLECTIVES))
+            kw["launch_overhead_by_collective_s"] = tuple(
+                (c, _num(f"{where}: defaults.{k}.{c}", x, allow_zero=True) * 1e-6) for c, x in v.items())
+        else:
+            kw[k[:-3] + "_s"] = _num(f"{where}: defaults.{k}", v, allow_zero=True) * 1e-6
     return ExecutionDefaults(**kw)
 
 

@@ -34,12 +34,20 @@ class ExecutionDefaults:
 
     step_overhead_s: float = 0.0
     launch_overhead_s: float = 0.0
+    launch_overhead_by_collective_s: tuple = ()
+    """``((collective, seconds), ...)``: per-operator launch costs that replace
+    ``launch_overhead_s`` (HCCL runs a different executor, with its own task graph, per operator)."""
 
     def __post_init__(self):
-        for name in ("step_overhead_s", "launch_overhead_s"):
-            v = getattr(self, name)
+        pairs = [(n, getattr(self, n)) for n in ("step_overhead_s", "launch_overhead_s")]
+        pairs += [(f"launch_overhead_by_collective_s[{c}]", v) for c, v in self.launch_overhead_by_collective_s]
+        for name, v in pairs:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise bad_value(name, v, "a finite number of seconds >= 0")
+
+    def launch_for(self, collective: str) -> float:
+        """Launch overhead of ``collective`` (its own if given, else the common one)."""
+        return dict(self.launch_overhead_by_collective_s).get(collective, self.launch_overhead_s)
 
 
 class Topology:
@@ -178,9 +186,12 @@ class Topology:
             links.append({"src": u, "dst": v, "bandwidth_GBps": s.bandwidth_Bps / 1e9,
                           "latency_us": s.latency_s * 1e6, "tier": s.tier,
                           "inline_reduce": s.inline_reduce, "bidirectional": False})
-        out = {"name": self.name, "description": self.description,
-               "defaults": {"step_overhead_us": self.defaults.step_overhead_s * 1e6,
-                            "launch_overhead_us": self.defaults.launch_overhead_s * 1e6}}
+        defaults = {"step_overhead_us": self.defaults.step_overhead_s * 1e6,
+                    "launch_overhead_us": self.defaults.launch_overhead_s * 1e6}
+        if self.defaults.launch_overhead_by_collective_s:
+            defaults["launch_overhead_by_collective_us"] = {
+                c: v * 1e6 for c, v in self.defaults.launch_overhead_by_collective_s}
+        out = {"name": self.name, "description": self.description, "defaults": defaults}
         if self.provenance:
             out["provenance"] = self.provenance
         if self.product:
