@@ -169,7 +169,9 @@ def _cmd_algos(a) -> int:
     for coll in colls:
         print(coll)
         for name, spec in REGISTRY[coll].items():
-            print(f"  {name:<10} {spec.summary}")
+            print(f"  {name:<11} {spec.summary}")
+    print("\nAlso, for every collective but sendrecv: 'auto' (HCCL's own choice), 'best' (fastest by\n"
+          "simulation), and '<level0>/<level1>[/<level2>]' compositions such as mesh/nhr (see docs/algorithms.md).")
     return 0
 
 

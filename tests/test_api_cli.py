@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -150,3 +151,47 @@ def test_cli_topo_show_and_algos(tmp_path, capsys):
         assert coll in out
     assert main(["topo", "list"]) == 0
     assert "atlas800t-a2" in capsys.readouterr().out
+
+
+def test_cli_select_prints_choice_best_candidates_and_crossovers(tmp_path, capsys):
+    png, csv = tmp_path / "sel.png", tmp_path / "sel.csv"
+    assert main(["select", "--topology", "atlas900-a2-pod", "--servers", "4", "--op", "allgather", "-b", "8K",
+                 "-e", "32M", "-f", "8", "--plot", str(png), "--csv", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "hccl_choice" in out and "slowdown" in out and "# crossovers" in out
+    df = pd.read_csv(csv)
+    assert list(df["size_bytes"]) == [8192, 65536, 524288, 4194304, 33554432]
+    assert (df["slowdown"] >= 1 - 1e-12).all()
+    assert (df["hccl_choice"].iloc[-1], df["hccl_choice"].iloc[0]) == ("pipeline", "mesh/nhr")  # m = 4: NHR
+    assert png.stat().st_size > 5000
+
+
+def test_cli_hccl_test_matches_hccl_test_format(capsys):
+    sample = (Path(__file__).resolve().parents[2] / "shared" / "data" / "hccl_test_sample.txt")
+    assert main(["hccl-test", "all_reduce_test", "-p", "8", "-b", "8K", "-e", "64M", "-f", "2", "-d", "fp32",
+                 "-o", "sum"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "the minbytes is 8192, maxbytes is 67108864, iters is 20, warmup_iters is 5"
+    if sample.is_file():
+        real = [line for line in sample.read_text().splitlines() if not line.startswith(("#", "mpirun"))]
+        assert out[:2] == real[:2]  # header lines identical
+        assert len(out) == len(real)
+        for mine, theirs in zip(out[2:], real[2:], strict=True):
+            # same columns at the same offsets; only the numbers differ
+            assert [i for i, ch in enumerate(mine) if ch == "|"] == [i for i, ch in enumerate(theirs) if ch == "|"]
+            assert mine.split("|")[0] == theirs.split("|")[0] and mine.endswith("| success")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["hccl-test", "all_reduce_tst"], "hccl_test binary = 'all_reduce_tst'"),
+    (["hccl-test", "all_reduce_test", "-d", "fp33"], "-d = 'fp33'"),
+    (["hccl-test", "all_reduce_test", "-o", "avg"], "-o = 'avg'"),
+    (["hccl-test", "all_reduce_test", "-p", "16"], "-n x -p = 16"),
+    (["hccl-test", "all_reduce_test", "-b", "6", "-e", "6", "-d", "fp32"], "a multiple of 4 bytes"),
+    (["select", "--op", "allreduce", "--hccl-algo", "level0:NA;level1:hd"], "'hd' is not an HCCL algorithm"),
+    (["select", "--op", "allreduce", "--buffsize", "0"], "--buffsize = '0'"),
+])
+def test_cli_hccl_errors_one_line(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hcsim: error: ") and "\n" not in err and needle in err
