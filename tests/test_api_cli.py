@@ -186,7 +186,7 @@ def test_cli_hccl_test_matches_hccl_test_format(capsys):
     (["hccl-test", "all_reduce_tst"], "hccl_test binary = 'all_reduce_tst'"),
     (["hccl-test", "all_reduce_test", "-d", "fp33"], "-d = 'fp33'"),
     (["hccl-test", "all_reduce_test", "-o", "avg"], "-o = 'avg'"),
-    (["hccl-test", "all_reduce_test", "-p", "16"], "-n x -p = 16"),
+    (["hccl-test", "all_reduce_test", "-p", "16", "--topology", "atlas800t-a2"], "-n x -p = 16"),
     (["hccl-test", "all_reduce_test", "-b", "6", "-e", "6", "-d", "fp32"], "a multiple of 4 bytes"),
     (["select", "--op", "allreduce", "--hccl-algo", "level0:NA;level1:hd"], "'hd' is not an HCCL algorithm"),
     (["select", "--op", "allreduce", "--buffsize", "0"], "--buffsize = '0'"),
