@@ -53,8 +53,10 @@ def test_hccl_algo_constrains_level1():
     ignored = parse_hccl_algo("level0:NA;level1:fullmesh")
     name, why = select_algorithm("910B", "allreduce", 8 << 10, A2, hccl_algo=ignored)
     assert name == "mesh/nhr" and "ignored" in why
-    with pytest.raises(ConfigError, match="AHC is not simulated yet"):
-        select_algorithm("910B", "allreduce", 8 << 10, A2, hccl_algo=parse_hccl_algo("level0:NA;level1:AHC"))
+    assert select_algorithm("910B", "allreduce", 8 << 10, A2, hccl_algo=parse_hccl_algo("level0:NA;level1:AHC"))[0] \
+        == "ahc"
+    assert select_algorithm("910B", "allreduce", 8 << 10, (8, 4))[0] == "ahc"  # unequal servers
+    assert select_algorithm("910B", "allgather", 8 << 10, (8, 4))[0] == "nhr"
 
 
 def test_simulate_auto_and_hccl_algo_report_their_choice():

@@ -4,7 +4,19 @@ Importing this package registers ring, mesh, hd (recursive halving-doubling), nh
 (HCCL's nonuniform algorithms), star, double_ring, tree (binomial) and pairwise.
 """
 
-from . import double_ring, hd, hierarchy, mesh, nonuniform, pairwise, pipeline, ring, star, tree  # noqa: F401
+from . import (  # noqa: F401
+    ahc,
+    double_ring,
+    hd,
+    hierarchy,
+    mesh,
+    nonuniform,
+    pairwise,
+    pipeline,
+    ring,
+    star,
+    tree,
+)
 from .cost import AlphaBetaGamma
 from .registry import (
     REGISTRY,

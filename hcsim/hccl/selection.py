@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..algorithms.hierarchy import THREE_LEVEL
 from ..algorithms.registry import REGISTRY
-from ..errors import ConfigError, bad_value
+from ..errors import bad_value
 from .algo_env import HCSIM_NAME, HcclAlgo
 
 SELECTION_ALPHA_s = 60e-6
@@ -133,9 +133,11 @@ def select_algorithm(product: str | None, collective: str, nbytes: int, servers:
         if flat not in REGISTRY[collective]:
             flat = "mesh" if "mesh" in REGISTRY[collective] else "ring"
         return flat, f"one server: level 0 only, {flat} from the hardware (FACTS s1)"
-    if not equal:
-        raise ConfigError(f"servers = {servers}: HCCL runs AHC for servers of unequal size, which hcsim does "
-                          "not simulate yet")
+    if not equal:  # AHC for AllReduce; AHC_BROKE elsewhere, approximated by flat NHR (AHCAlgSelect)
+        if collective == "allreduce":
+            return "ahc", "servers of unequal size: AHC (coll_alg_operator.cc AHCAlgSelect)"
+        flat = "nhr" if "nhr" in REGISTRY[collective] else "ring"
+        return flat, f"servers of unequal size: AHC_BROKE, approximated by flat {flat}"
     levels = hccl_algo.levels_for(collective) if hccl_algo is not None else None
     level1 = levels.get("level1") if levels else None
     level2 = levels.get("level2") if levels else None
@@ -145,9 +147,11 @@ def select_algorithm(product: str | None, collective: str, nbytes: int, servers:
     if level1 is not None:
         name = HCSIM_NAME[level1]
         if name == "ahc":
-            raise ConfigError(f"HCCL_ALGO level1 = {level1!r}: AHC is not simulated yet; hcsim accepts "
-                              "ring, H-D_R, NHR, NHR_V1, NB, pipeline here")
-        if name in ("mesh", "pairwise") and collective not in ("alltoall", "alltoallv"):
+            if collective == "allreduce":
+                return "ahc", f"HCCL_ALGO level1 {level1}"
+            level1 = None  # HCCL falls back to its default for AHC outside AG/RS/AR (alg_configurator.cc)
+            reason_src = "HCCL_ALGO AHC not applicable to this operator here; default"
+        elif name in ("mesh", "pairwise") and collective not in ("alltoall", "alltoallv"):
             level1 = None  # HCCL warns and ignores fullmesh / pairwise at level 1 (alg_configurator.cc)
             reason_src = "HCCL_ALGO level1 fullmesh/pairwise ignored for this operator (alg_configurator.cc); default"
         elif name == "pipeline" and product not in ("910B", "910_93"):
