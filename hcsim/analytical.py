@@ -20,7 +20,7 @@ from .engine.fairshare import max_min_rates
 
 
 def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp", seed: int = 0,
-                    step_overhead_s: float = 0.0, levels: int = 1):
+                    step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1):
     """Alpha, beta and gamma for ``schedule`` on ``topo`` (see module docs).
 
     With ``levels > 1`` returns a tuple, one :class:`AlphaBetaGamma` per level, each read
@@ -49,7 +49,7 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     for key in sorted(pairs):
         a, b = divmod(key, p)
         lv = level_of(a, b)
-        ids = list(net.route(int(rank_node[a]), int(rank_node[b]), routing, seed))
+        ids = list(net.route(int(rank_node[a]), int(rank_node[b]), routing, seed, qps))
         _, _, p_lat, p_inline, p_bw = net.paths.arrays()
         lat[lv] = max(lat[lv], float(p_lat[ids].max()))
         bw[lv] = min(bw[lv], float(p_bw[ids[0]]) if len(ids) == 1 else _spray_bandwidth(net, ids))

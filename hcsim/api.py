@@ -46,7 +46,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
              mode: str = "des", routing: str = "ecmp", ecmp_seed: int = 0,
              step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
              record="auto", verify="auto", send_matrix=None, hccl_algo: str | None = None,
-             hccl: HcclConfig | None = None) -> Result:
+             hccl: HcclConfig | None = None, qps: int | None = None) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -80,8 +80,10 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         An HCCL_ALGO string (``"level0:NA;level1:H-D_R"`` or the per-operator form); implies
         ``algorithm="auto"`` under that constraint.
     hccl : HcclConfig, optional
-        HCCL settings (CCL buffer size, determinism). Given, or with ``"auto"``, data larger
-        than the buffer runs in buffer-sized loops.
+        HCCL settings (CCL buffer size, determinism, queue pairs). Given, or with ``"auto"``,
+        data larger than the buffer runs in buffer-sized loops.
+    qps : int, optional
+        Queue pairs per connection (default: ``hccl.qps_per_connection`` or 1).
 
     ``algorithm="auto"`` runs what HCCL would pick for the topology's product, the size and
     the server count (:func:`hcsim.hccl.selection.select_algorithm`); ``"best"`` simulates
@@ -111,7 +113,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         check_collective(collective)
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
-                  verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig())
+                  verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         results = [simulate(topo, collective, size, c, **kw) for c in cands]
         best = min(results, key=lambda r: r.time_s)
@@ -133,10 +135,12 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods, send_matrix)
     nbytes = args.nbytes
     defaults = topo.defaults
+    if qps is None:
+        qps = hccl.qps_per_connection if hccl is not None else 1
     cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,
                        launch_overhead_s=(defaults.launch_for(collective) if launch_overhead_s is None
                                           else launch_overhead_s),
-                       routing=routing, ecmp_seed=ecmp_seed, record=False)
+                       routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps)
     if verify not in (False, "auto", True):
         raise bad_value("verify", verify, "'auto', True or False")
     schedule = looped(spec, args, hccl.buffer_bytes) if hccl is not None else run_builder(spec, args)
@@ -154,7 +158,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         if spec.cost is None:
             raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
                               "user algorithms run in mode 'des'")
-        abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s, spec.levels)
+        abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s, spec.levels, qps)
         pieces = piece_sizes(args, hccl.buffer_bytes) if hccl is not None else [args.nbytes]
         t = cfg.launch_overhead_s + sum(spec.cost(dataclasses.replace(args, nbytes=n), abg) for n in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
@@ -166,7 +170,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         record = args.p * len(schedule.steps) <= RECORD_LIMIT
     elif record not in (True, False):
         raise bad_value("record", record, "'auto', True or False")
-    cfg = EngineConfig(cfg.step_overhead_s, cfg.launch_overhead_s, routing, ecmp_seed, bool(record))
+    cfg = EngineConfig(cfg.step_overhead_s, cfg.launch_overhead_s, routing, ecmp_seed, bool(record), qps)
     sim = FlowSimulator(topo, rank_nodes, schedule, cfg)
     t = sim.run()
     steps, transfers, links, critical = tables_from_engine(sim, t)

@@ -133,3 +133,24 @@ def test_event_merging_does_not_depend_on_the_clock(start_s):
     # both share the 1 GB/s link into npu0 until the first ends at 2 us; the rest goes alone.
     # (float64 resolves about 1e-10 s at a clock of 1e6 s, hence the absolute tolerance)
     assert proc.value == pytest.approx(2.9e-6, abs=1e-9)
+
+
+def test_queue_pairs_spread_a_transfer_over_ecmp_paths():
+    # one NPU per leaf, 4 spines; a lone cross-leaf transfer: 1 QP rides one 2.5 GB/s spine path,
+    # 8 QPs hash onto several spines (deterministically) and go faster, never past spray
+    t = leaf_spine(2, 1, 4, 40e9, oversubscription=4.0)
+    n = 10**9
+    one = hcsim.simulate(t, "sendrecv", n, "ring", ranks=[0, 1], step_overhead_s=0, qps=1)
+    many = hcsim.simulate(t, "sendrecv", n, "ring", ranks=[0, 1], step_overhead_s=0, qps=8)
+    spray = hcsim.simulate(t, "sendrecv", n, "ring", ranks=[0, 1], step_overhead_s=0, routing="spray")
+    assert one.time_s == pytest.approx(n / 2.5e9, rel=1e-9)
+    assert spray.time_s < many.time_s < one.time_s
+    net = t.compiled()
+    ptr, res, *_ = net.paths.arrays()
+    used = [tuple(res[ptr[pid]:ptr[pid + 1]]) for pid in net.route(0, 1, "ecmp", 0, 8)]
+    spines_hit = len(set(used))
+    # 8 equal parts, the busiest path carries (parts on it) / 8 of the data at 2.5 GB/s
+    busiest = max(used.count(u) for u in set(used))
+    assert many.time_s == pytest.approx(n * busiest / 8 / 2.5e9, rel=1e-9) and spines_hit > 1
+    with pytest.raises(hcsim.ConfigError, match="qps = 9"):
+        hcsim.simulate(t, "sendrecv", n, "ring", qps=9)

@@ -28,7 +28,6 @@ import math
 
 import numpy as np
 
-from ..errors import ScheduleError
 from .registry import AlgorithmSpec, register
 from .schedule import ChunkSpace, CollectiveArgs, Schedule, make_step, split_bytes
 
@@ -54,9 +53,7 @@ def segments(sizes) -> tuple[int, list[tuple[int, int, list[int]]]]:
 def _ahc(args: CollectiveArgs) -> Schedule:
     from .hierarchy import _sub
 
-    sizes = list(args.server_sizes)
-    if len(sizes) < 2:
-        raise ScheduleError("ahc: needs at least two servers")
+    sizes = list(args.server_sizes)  # one server: just the intra-group RS and AG
     starts = np.concatenate([[0], np.cumsum(sizes)])
     units, segs = segments(sizes)
     inter = inter_algorithm(len(sizes))

@@ -51,6 +51,9 @@ class EngineConfig:
         ``"ecmp"`` (one hashed path per rank pair) or ``"spray"`` (split over all equal-cost paths).
     ecmp_seed : int
         Changes the ECMP hash (a different source port).
+    qps : int
+        Queue pairs per connection: a transfer with several equal-cost paths is split over
+        this many ECMP-hashed subflows.
     record : bool
         Keep per-transfer times (needed for the transfer table and critical path).
     """
@@ -60,6 +63,7 @@ class EngineConfig:
     routing: str = "ecmp"
     ecmp_seed: int = 0
     record: bool = True
+    qps: int = 1
 
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
@@ -68,6 +72,8 @@ class EngineConfig:
                 raise bad_value(name, v, "seconds >= 0")
         if self.routing not in ROUTING_POLICIES:
             raise bad_value("routing", self.routing, "one of " + ", ".join(ROUTING_POLICIES))
+        if isinstance(self.qps, bool) or not isinstance(self.qps, int) or not 1 <= self.qps <= 8:
+            raise bad_value("qps", self.qps, "queue pairs per connection, 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
 
 
 def _csr_rows(ptr: np.ndarray, rows: np.ndarray):
@@ -228,7 +234,7 @@ class FlowSimulator:
         net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
         uniq, inv = np.unique(nodes, return_inverse=True)
-        groups = [net.route(int(u) // nn, int(u) % nn, policy, seed) for u in uniq]
+        groups = [net.route(int(u) // nn, int(u) % nn, policy, seed, self.cfg.qps) for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
         g_n = np.array([len(g) for g in groups], dtype=np.int64)
         g_ptr = np.concatenate([[0], np.cumsum(g_n)])

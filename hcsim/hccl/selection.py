@@ -41,14 +41,22 @@ class HcclConfig:
         (default 200 MB, FACTS s2).
     deterministic : bool
         HCCL_DETERMINISTIC: disables the AllReduce / ReduceScatter pipeline.
+    qps_per_connection : int
+        HCCL_RDMA_QPS_PER_CONNECTION (1-8): each RDMA transfer is split over this many queue
+        pairs, each ECMP-hashed on its own (HCCL_MULTI_QP_THRESHOLD's per-QP minimum of
+        512 KB is not modelled: every transfer with several equal-cost paths is split).
     """
 
     buffer_bytes: int = 200 * 1024 * 1024
     deterministic: bool = False
+    qps_per_connection: int = 1
 
     def __post_init__(self):
         if isinstance(self.buffer_bytes, bool) or not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1:
             raise bad_value("buffer_bytes", self.buffer_bytes, "a positive byte count (HCCL_BUFFSIZE)")
+        q = self.qps_per_connection
+        if isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= 8:
+            raise bad_value("qps_per_connection", q, "1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
 
 
 def level0_algorithm(product: str | None, npus_per_server: int) -> str:

@@ -301,9 +301,14 @@ class _Compiled:
         self.paths = PathStore()
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
 
-    def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0) -> tuple[int, ...]:
-        """Path ids a transfer from node ``src`` to node ``dst`` uses under ``policy``."""
-        key = (src, dst, policy, seed)
+    def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1) -> tuple[int, ...]:
+        """Path ids a transfer from node ``src`` to node ``dst`` uses under ``policy``.
+
+        With ``qps > 1`` (ECMP only) the transfer is split over that many queue pairs, each
+        hashed onto a path on its own (two may land on the same path), as RDMA traffic with
+        HCCL_RDMA_QPS_PER_CONNECTION is.
+        """
+        key = (src, dst, policy, seed, qps)
         hit = self._routes.get(key)
         if hit is not None:
             return hit
@@ -319,7 +324,8 @@ class _Compiled:
                 f"route {self.node_names[src]} -> {self.node_names[dst]}: unreachable in topology "
                 f"{self.topo.name!r}")
         if policy == "ecmp":
-            link_paths = [link_paths[ecmp_index(src, dst, len(link_paths), seed)]]
+            link_paths = ([link_paths[ecmp_index(src, dst, len(link_paths), seed)]] if len(link_paths) == 1 or qps == 1
+                          else [link_paths[ecmp_index(src, dst, len(link_paths), seed * 64 + q)] for q in range(qps)])
         ids = []
         for lp in link_paths:
             res = list(lp)
