@@ -134,7 +134,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                           "(in the topology's rank order)")
     args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods, send_matrix)
     nbytes = args.nbytes
-    defaults = topo.defaults
+    defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
     if qps is None:
         qps = hccl.qps_per_connection if hccl is not None else 1
     cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,

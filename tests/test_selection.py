@@ -99,3 +99,22 @@ def test_buffer_loops_cost_what_the_pieces_cost():
     assert des.config["buffer_loops"] == 4
     assert des.time_s == pytest.approx(ana.time_s, rel=1e-9)
     assert des.time_s == pytest.approx(4 * one.time_s, rel=1e-9)  # four back-to-back quarter-size runs
+
+
+def test_expansion_modes_take_their_figures_from_the_topology_file(tmp_path):
+    import yaml
+
+    doc = {"name": "x", "builder": "full_mesh", "params": {"n": 4, "bandwidth_GBps": 10},
+           "defaults": {"step_overhead_us": 1.0, "launch_overhead_us": 30.0, "expansion_mode": "HOST",
+                        "modes": {"AIV": {"step_overhead_us": 0.5, "launch_overhead_us": 5.0}}}}
+    path = tmp_path / "modes.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    host = hcsim.simulate(path, "allgather", 4000, "ring", hccl=HcclConfig())
+    aiv = hcsim.simulate(path, "allgather", 4000, "ring", hccl=HcclConfig(expansion_mode="AIV"))
+    # ring allgather on 4 ranks: 3 steps of 1000 B at 10 GB/s
+    assert host.time_s == pytest.approx(30e-6 + 3 * (1e-6 + 0.1e-6))
+    assert aiv.time_s == pytest.approx(5e-6 + 3 * (0.5e-6 + 0.1e-6))
+    with pytest.raises(ConfigError, match="figures for HOST, AIV only"):
+        hcsim.simulate(path, "allgather", 4000, "ring", hccl=HcclConfig(expansion_mode="AI_CPU"))
+    with pytest.raises(ConfigError, match="expansion_mode = 'GPU'"):
+        hcsim.simulate(path, "allgather", 4000, "ring", hccl=HcclConfig(expansion_mode="GPU"))

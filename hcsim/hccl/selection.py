@@ -45,11 +45,16 @@ class HcclConfig:
         HCCL_RDMA_QPS_PER_CONNECTION (1-8): each RDMA transfer is split over this many queue
         pairs, each ECMP-hashed on its own (HCCL_MULTI_QP_THRESHOLD's per-QP minimum of
         512 KB is not modelled: every transfer with several equal-cost paths is split).
+    expansion_mode : str or None
+        HCCL_OP_EXPANSION_MODE (HOST, AI_CPU, AIV, HOST_TS); None: the mode the topology's
+        figures describe. Its launch and per-step costs come from the topology file
+        (``defaults.modes``); a mode the file has no figures for is an error, not a guess.
     """
 
     buffer_bytes: int = 200 * 1024 * 1024
     deterministic: bool = False
     qps_per_connection: int = 1
+    expansion_mode: str | None = None
 
     def __post_init__(self):
         if isinstance(self.buffer_bytes, bool) or not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1:

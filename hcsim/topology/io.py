@@ -20,7 +20,7 @@ import yaml
 
 from ..errors import ConfigError, HcsimError
 from . import ascend, builders
-from .model import PRODUCTS, ExecutionDefaults, Topology
+from .model import EXPANSION_MODES, PRODUCTS, ExecutionDefaults, Topology
 from .spec import NODE_KINDS, LinkSpec, NpuSpec
 
 BUILDERS = {
@@ -39,7 +39,8 @@ BUILDERS = {
 
 _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance",
              "product"}
-_DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us"}
+_DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
+                 "modes"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex"}
 _NODE_KEYS = {"name", "kind"}
 _LINK_KEYS = {"src", "dst", "bandwidth_GBps", "latency_us", "tier", "inline_reduce", "bidirectional"}
@@ -228,9 +229,24 @@ def _product(where, value):
 def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
     _check_keys(f"{where}: defaults", d, _DEFAULT_KEYS)
     kw = {"step_overhead_s": base.step_overhead_s, "launch_overhead_s": base.launch_overhead_s,
-          "launch_overhead_by_collective_s": base.launch_overhead_by_collective_s}
+          "launch_overhead_by_collective_s": base.launch_overhead_by_collective_s,
+          "expansion_mode": base.expansion_mode, "other_modes": base.other_modes}
     for k, v in d.items():
-        if k == "launch_overhead_by_collective_us":
+        if k == "expansion_mode":
+            if v not in EXPANSION_MODES:
+                raise ConfigError(f"{where}: defaults.expansion_mode = {v!r}: one of {', '.join(EXPANSION_MODES)}")
+            kw["expansion_mode"] = v
+        elif k == "modes":
+            _check_keys(f"{where}: defaults.modes", v, set(EXPANSION_MODES))
+            modes = []
+            for mode, figs in v.items():
+                _check_keys(f"{where}: defaults.modes.{mode}", figs, {"step_overhead_us", "launch_overhead_us"})
+                modes.append((mode, _num(f"{where}: defaults.modes.{mode}.step_overhead_us",
+                                         figs.get("step_overhead_us", 0.0), allow_zero=True) * 1e-6,
+                              _num(f"{where}: defaults.modes.{mode}.launch_overhead_us",
+                                   figs.get("launch_overhead_us", 0.0), allow_zero=True) * 1e-6))
+            kw["other_modes"] = tuple(modes)
+        elif k == "launch_overhead_by_collective_us":
             from ..algorithms.schedule import COLLECTIVES
 
             _check_keys(f"{where}: defaults.{k}", v, set(COLLECTIVES))

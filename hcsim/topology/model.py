@@ -15,6 +15,9 @@ from .spec import NODE_KINDS, LinkSpec, NpuSpec
 PRODUCTS = ("910A", "910B", "910_93")
 """Ascend products (HCCL's names; 910_93 is A3). HCCL's selection rules depend on it."""
 
+EXPANSION_MODES = ("HOST", "AI_CPU", "AIV", "HOST_TS")
+"""HCCL_OP_EXPANSION_MODE values (FACTS.md s2)."""
+
 ROUTING_POLICIES = ("ecmp", "spray")
 """``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
 
@@ -37,6 +40,10 @@ class ExecutionDefaults:
     launch_overhead_by_collective_s: tuple = ()
     """``((collective, seconds), ...)``: per-operator launch costs that replace
     ``launch_overhead_s`` (HCCL runs a different executor, with its own task graph, per operator)."""
+    expansion_mode: str = "HOST"
+    """The HCCL_OP_EXPANSION_MODE the figures above describe."""
+    other_modes: tuple = ()
+    """``((mode, step_overhead_s, launch_overhead_s), ...)`` for other expansion modes."""
 
     def __post_init__(self):
         pairs = [(n, getattr(self, n)) for n in ("step_overhead_s", "launch_overhead_s")]
@@ -48,6 +55,19 @@ class ExecutionDefaults:
     def launch_for(self, collective: str) -> float:
         """Launch overhead of ``collective`` (its own if given, else the common one)."""
         return dict(self.launch_overhead_by_collective_s).get(collective, self.launch_overhead_s)
+
+    def for_mode(self, mode: str | None) -> ExecutionDefaults:
+        """These defaults under another HCCL_OP_EXPANSION_MODE (HOST, AI_CPU, AIV, HOST_TS)."""
+        if mode is None or mode == self.expansion_mode:
+            return self
+        if mode not in EXPANSION_MODES:
+            raise bad_value("expansion_mode", mode, "one of " + ", ".join(EXPANSION_MODES))
+        for name, step_s, launch_s in self.other_modes:
+            if name == mode:
+                return ExecutionDefaults(step_s, launch_s, (), mode, self.other_modes)
+        known = ", ".join([self.expansion_mode] + [m for m, _, _ in self.other_modes])
+        raise bad_value("expansion_mode", mode, f"this topology has figures for {known} only; add "
+                        f"defaults.modes.{mode} (step_overhead_us, launch_overhead_us) to its file")
 
 
 class Topology:
