@@ -238,8 +238,9 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     Returns
     -------
     pandas.DataFrame
-        One row per (size, algorithm): collective, algorithm, mode, ranks, size_bytes,
-        time_us, algbw_GBps, busbw_GBps.
+        One row per (size, algorithm): collective, algorithm (as requested), mode, ranks,
+        size_bytes, time_us, algbw_GBps, busbw_GBps, selected (the algorithm that ran; for
+        ``"auto"`` and ``"best"`` the one chosen at that size).
 
     Examples
     --------
@@ -256,5 +257,10 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     rows = []
     for n in size_list:
         for algo in algorithms:
-            rows.append(simulate(topo, collective, n, algo, **kwargs).row())
+            r = simulate(topo, collective, n, algo, **kwargs)
+            row = r.row()
+            row["selected"] = r.algorithm  # what ran: differs from the request for "auto" and "best"
+            if isinstance(algo, str):
+                row["algorithm"] = algo
+            rows.append(row)
     return pd.DataFrame(rows)

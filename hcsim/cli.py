@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--root", type=int, default=0, help="root rank (broadcast, reduce)")
     sw.add_argument("--mode", default="des", help="des (event-driven) or analytical")
     sw.add_argument("--routing", default="ecmp", help="ecmp or spray")
+    sw.add_argument("--hccl-algo", default=None, help="an HCCL_ALGO string; implies --algo auto")
+    sw.add_argument("--servers", type=int, default=None, help="servers (nodes) in the topology (builder topologies)")
     sw.add_argument("--csv", help="also write the rows to this CSV file")
     sw.add_argument("--plot", help="write a bandwidth-vs-size plot (PNG) here")
     sw.add_argument("--metric", default="busbw_GBps", help="what --plot draws: busbw_GBps, algbw_GBps, time_us")
@@ -83,14 +85,20 @@ def _parser() -> argparse.ArgumentParser:
 def _cmd_sweep(a) -> int:
     from .algorithms.registry import algorithms_for, check_collective
     from .api import sweep
+    from .hccl.selection import candidates
     from .report import format_sweep
-    from .topology.io import load_topology
 
-    topo = load_topology(a.topology)
+    topo = _topology(a)
     check_collective(a.op)
-    algos = algorithms_for(a.op) if a.algo == "all" else [x.strip() for x in a.algo.split(",") if x.strip()]
+    if a.hccl_algo is not None:
+        algos = ["auto"]
+    elif a.algo == "all":
+        algos = [x for x in algorithms_for(a.op) if x not in ("pipeline", "ahc")] if len(_servers(topo)) < 2 \
+            else ["auto"] + [x for x in candidates(a.op, _servers(topo), (), topo.product)]
+    else:
+        algos = [x.strip() for x in a.algo.split(",") if x.strip()]
     df = sweep(topo, a.op, sizes=(a.minbytes, a.maxbytes), algorithms=algos, factor=a.stepfactor,
-               ranks=_ranks(a.ranks), root=a.root, mode=a.mode, routing=a.routing)
+               ranks=_ranks(a.ranks), root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo)
     print(format_sweep(df, topo.name), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)
@@ -105,20 +113,30 @@ def _cmd_sweep(a) -> int:
     return 0
 
 
+def _topology(a):
+    from .topology.io import load_topology
+
+    overrides = {}
+    if getattr(a, "servers", None) is not None:
+        overrides["nodes" if "a3" in str(a.topology) else "servers"] = a.servers
+    return load_topology(a.topology, **overrides)
+
+
+def _servers(topo):
+    from .api import rank_layout
+
+    return rank_layout(topo, topo.npus)[0]
+
+
 def _cmd_select(a) -> int:
     from .algorithms.registry import check_collective
     from .hccl.selection import HcclConfig
     from .report import format_select
     from .study import select
-    from .topology.io import load_topology
     from .units import parse_size
 
     check_collective(a.op)
-    overrides = {}
-    if a.servers is not None:
-        key = "nodes" if "a3" in str(a.topology) else "servers"
-        overrides[key] = a.servers
-    topo = load_topology(a.topology, **overrides)
+    topo = _topology(a)
     cfg = HcclConfig(buffer_bytes=parse_size(a.buffsize, "--buffsize"))
     df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
                 hccl_algo=a.hccl_algo, hccl=cfg)

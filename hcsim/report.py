@@ -27,7 +27,10 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
     out = []
     for algo, part in df.groupby("algorithm", sort=False):
         first = part.iloc[0]
-        out.append(f"# {first.collective} on {topology}: {int(first.ranks)} ranks, algorithm {algo}, "
+        chosen = ""
+        if "selected" in part and (part["selected"] != algo).any():
+            chosen = " (ran: " + ", ".join(dict.fromkeys(part["selected"])) + ")"
+        out.append(f"# {first.collective} on {topology}: {int(first.ranks)} ranks, algorithm {algo}{chosen}, "
                    f"mode {first['mode']}")
         out.extend(format_rows(part))
         out.append("")

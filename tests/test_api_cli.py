@@ -33,7 +33,7 @@ def test_sweep_returns_one_row_per_size_and_algorithm():
     df = hcsim.sweep("atlas800t-a2", "allreduce", sizes=("8", "1K"), algorithms=["ring", "mesh", "hd"])
     assert isinstance(df, pd.DataFrame) and len(df) == 8 * 3
     assert list(df.columns) == ["collective", "algorithm", "mode", "ranks", "size_bytes", "time_us",
-                                "algbw_GBps", "busbw_GBps"]
+                                "algbw_GBps", "busbw_GBps", "selected"]
     assert sorted(df["size_bytes"].unique()) == [8, 16, 32, 64, 128, 256, 512, 1024]
     assert (df.groupby("algorithm")["time_us"].apply(lambda s: s.is_monotonic_increasing)).all()
     explicit = hcsim.sweep("atlas800t-a2", "allgather", sizes=["1K", "1M"], algorithms="mesh", mode="analytical")
