@@ -80,8 +80,9 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         An HCCL_ALGO string (``"level0:NA;level1:H-D_R"`` or the per-operator form); implies
         ``algorithm="auto"`` under that constraint.
     hccl : HcclConfig, optional
-        HCCL settings (CCL buffer size, determinism, queue pairs). Given, or with ``"auto"``,
-        data larger than the buffer runs in buffer-sized loops.
+        HCCL settings (CCL buffer size, determinism, queue pairs, expansion mode). On an Ascend
+        topology (one with a ``product``) HCCL's defaults apply when none is given, so data
+        larger than the 200 MB buffer runs in buffer-sized loops.
     qps : int, optional
         Queue pairs per connection (default: ``hccl.qps_per_connection`` or 1).
 
@@ -109,12 +110,18 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         algorithm = "auto" if hccl_algo is not None else DEFAULT_ALGORITHM.get(collective, "ring")
     servers, pods = rank_layout(topo, rank_nodes)
     selected_by = None
+    if hccl is None and topo.product is not None:
+        hccl = HcclConfig()  # an Ascend machine moves data through HCCL's CCL buffer
+    if algorithm == "best" and hccl_algo is not None:
+        raise ConfigError(f"hccl_algo = {hccl_algo!r}: 'best' races every candidate; HCCL_ALGO goes with 'auto'")
     if algorithm == "best":
         check_collective(collective)
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
                   verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
+        if not cands:
+            raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
         results = [simulate(topo, collective, size, c, **kw) for c in cands]
         best = min(results, key=lambda r: r.time_s)
         best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"

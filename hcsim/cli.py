@@ -20,8 +20,15 @@ def _ranks(text):
     return [int(t) if t.isdigit() else t for t in items]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with hcsim's one-line errors (``hcsim: error: ...``, exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"hcsim: error: {self.prog.removeprefix('hcsim ')}: {message}\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="hcsim", description="Simulate HCCL collectives on Ascend clusters.")
+    ap = _Parser(prog="hcsim", description="Simulate HCCL collectives on Ascend clusters.")
     sub = ap.add_subparsers(dest="command", required=True)
 
     sw = sub.add_parser("sweep", help="sweep message sizes for one collective (hccl_test-style table)")
@@ -60,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("binary", help="all_reduce_test, all_gather_test, reduce_scatter_test, alltoall_test, "
                                    "alltoallv_test, broadcast_test, reduce_test, scatter_test")
     ht.add_argument("-p", "--npus", type=int, default=8, help="NPUs per server (hccl_test -p)")
-    ht.add_argument("-n", "--servers", type=int, default=1, help="servers (mpirun -n = servers x -p)")
+    ht.add_argument("-n", "--servers", type=int, default=1,
+                    help="servers (hcsim's meaning; in hccl_test -n is the iteration count)")
     ht.add_argument("-b", "--minbytes", default="8K")
     ht.add_argument("-e", "--maxbytes", default="64M")
     ht.add_argument("-f", "--stepfactor", type=int, default=2)
@@ -69,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("-r", "--root", type=int, default=0)
     ht.add_argument("--topology", "-t", default=None, help="default: atlas800t-a2 (1 server) or atlas900-a2-pod")
     ht.add_argument("--hccl-algo", default=None, help="HCCL_ALGO for the run")
+    ht.add_argument("-w", "--warmup_iters", type=int, default=5, help="accepted as hccl_test does (no effect)")
+    ht.add_argument("-c", "--check", type=int, default=1, help="accepted as hccl_test does (no effect)")
+    ht.add_argument("-i", "--stepbytes", default=None, help="accepted as hccl_test does (no effect)")
 
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
@@ -116,10 +127,14 @@ def _cmd_sweep(a) -> int:
 def _topology(a):
     from .topology.io import load_topology
 
-    overrides = {}
-    if getattr(a, "servers", None) is not None:
-        overrides["nodes" if "a3" in str(a.topology) else "servers"] = a.servers
-    return load_topology(a.topology, **overrides)
+    if getattr(a, "servers", None) is None:
+        return load_topology(a.topology)
+    try:
+        return load_topology(a.topology, servers=a.servers)
+    except HcsimError as exc:
+        if "params.servers" not in str(exc):
+            raise
+        return load_topology(a.topology, nodes=a.servers)  # A3 counts nodes
 
 
 def _servers(topo):
@@ -158,7 +173,7 @@ def _cmd_hccl_test(a) -> int:
 
     print(run_hccl_test(a.binary, npus=a.npus, servers=a.servers, minbytes=a.minbytes, maxbytes=a.maxbytes,
                         factor=a.stepfactor, dtype=a.datatype, op=a.op, root=a.root, topology=a.topology,
-                        hccl_algo=a.hccl_algo), end="")
+                        hccl_algo=a.hccl_algo, warmup_iters=a.warmup_iters), end="")
     return 0
 
 
@@ -194,7 +209,10 @@ def _cmd_algos(a) -> int:
 
 
 def main(argv=None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error already printed as one line
+        return int(exc.code or 0)
     try:
         handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
                    "hccl-test": _cmd_hccl_test}[args.command]

@@ -55,9 +55,9 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
                                        **kwargs).time_s
         times.setdefault(chosen.algorithm, chosen.time_s)
         fastest = min(times.values())
-        # ties (within 1e-9) go to HCCL's choice, then to the candidate order
-        best = chosen.algorithm if times[chosen.algorithm] <= fastest * (1 + 1e-9) else \
-            next(a for a in times if times[a] <= fastest * (1 + 1e-9))
+        tied = [a for a in times if times[a] <= fastest * (1 + 1e-9)]
+        # ties go to the previous size's best (no crossover between equals), then HCCL's choice
+        best = prev if prev in tied else chosen.algorithm if chosen.algorithm in tied else tied[0]
         row = {"collective": collective, "ranks": chosen.ranks, "size_bytes": size,
                "hccl_choice": chosen.algorithm, "hccl_time_us": chosen.time_us, "best": best,
                "best_time_us": times[best] * 1e6, "slowdown": chosen.time_s / times[best],

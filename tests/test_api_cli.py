@@ -79,6 +79,7 @@ def test_contention_shows_only_in_event_driven_mode():
     (dict(step_overhead_s=-1.0), "step_overhead_s = -1.0"),
     (dict(topology="nowhere"), "topology = 'nowhere'"),
     (dict(collective="broadcast", root=8), "root = 8"),
+    (dict(algorithm="best", hccl_algo="level0:NA;level1:ring"), "'best' races every candidate"),
 ])
 def test_api_errors_are_one_line(kwargs, needle):
     args = dict(topology="atlas800t-a2", collective="allreduce", size="1M", algorithm=None)
@@ -166,6 +167,28 @@ def test_cli_select_prints_choice_best_candidates_and_crossovers(tmp_path, capsy
     assert png.stat().st_size > 5000
 
 
+def test_hccl_test_alg_bandwidth_convention_reproduces_the_sample():
+    from hcsim.hccl.hccl_test import alg_bandwidth
+
+    sample = Path(__file__).resolve().parents[2] / "shared" / "data" / "hccl_test_sample.txt"
+    if not sample.is_file():
+        pytest.skip(f"sample not found at {sample}")
+    rows = [line.split("|") for line in sample.read_text().splitlines() if line[:1].isdigit()]
+    assert len(rows) == 14
+    for size, time_us, bw, _ in rows:
+        assert f"{alg_bandwidth(int(size), float(time_us)):.5f}" == bw.strip()
+
+
+def test_hccl_test_takes_p_npus_of_n_servers_of_a_given_topology(capsys):
+    assert main(["hccl-test", "all_reduce_test", "-p", "4", "-n", "2", "-t", "atlas900-a2-pod", "-b", "64M",
+                 "-e", "64M"]) == 0
+    two_by_four = float(capsys.readouterr().out.splitlines()[2].split("|")[1])
+    assert main(["hccl-test", "all_reduce_test", "-p", "8", "-n", "1", "-t", "atlas900-a2-pod", "-b", "64M",
+                 "-e", "64M"]) == 0
+    one_by_eight = float(capsys.readouterr().out.splitlines()[2].split("|")[1])
+    assert two_by_four > one_by_eight  # 2 servers x 4 NPUs cross RoCE; 8 in one server do not
+
+
 def test_cli_hccl_test_matches_hccl_test_format(capsys):
     sample = (Path(__file__).resolve().parents[2] / "shared" / "data" / "hccl_test_sample.txt")
     assert main(["hccl-test", "all_reduce_test", "-p", "8", "-b", "8K", "-e", "64M", "-f", "2", "-d", "fp32",
@@ -190,8 +213,17 @@ def test_cli_hccl_test_matches_hccl_test_format(capsys):
     (["hccl-test", "all_reduce_test", "-b", "6", "-e", "6", "-d", "fp32"], "a multiple of 4 bytes"),
     (["select", "--op", "allreduce", "--hccl-algo", "level0:NA;level1:hd"], "'hd' is not an HCCL algorithm"),
     (["select", "--op", "allreduce", "--buffsize", "0"], "--buffsize = '0'"),
+    (["hccl-test", "all_gather_test", "-b", "4", "-e", "4", "-d", "fp32"], "a multiple of 32 bytes (fp32 x 8 ranks)"),
+    (["sweep"], "the following arguments are required: --op"),
+    (["sweep", "--op", "allreduce", "-f", "x"], "invalid int value: 'x'"),
 ])
 def test_cli_hccl_errors_one_line(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("hcsim: error: ") and "\n" not in err and needle in err
+
+
+def test_cli_best_across_servers_for_point_to_point(capsys):
+    assert main(["sweep", "--op", "sendrecv", "--algo", "best", "-t", "atlas900-a2-pod", "--servers", "2",
+                 "-b", "8", "-e", "8"]) == 0
+    assert "algorithm best (ran: ring)" in capsys.readouterr().out

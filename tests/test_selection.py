@@ -24,8 +24,14 @@ A2 = (8,) * 16
     ("910B", "allgather", 2 << 20, A2, "pipeline"),           # >= 2 MB with mesh level 0
     ("910B", "allgather", (2 << 20) - 1, A2, "mesh/nhr"),
     ("910B", "reducescatter", 64 << 20, A2, "pipeline"),
-    ("910B", "allreduce", 256 << 20, A2, "pipeline"),         # 256 MB / 128 ranks = 2 MB per rank
-    ("910B", "allreduce", 128 << 20, A2, "mesh/nhr"),         # 1 MB per rank
+    ("910B", "allreduce", 128 << 20, A2, "pipeline"),         # 128 MB / 128 ranks = 1 MB per rank
+    ("910B", "allreduce", (128 << 20) - 128, A2, "mesh/nhr"), # just under 1 MB per rank
+    ("910B", "allreduce", 1 << 36, (8,) * 1600, "mesh/hd"),   # pipeline would need > 65535 contexts
+    ("910B", "broadcast", 8 << 10, A2, "mesh/nb"),            # HCCL's H-D_R broadcast: NB stands in
+    ("910B", "reduce", 8 << 10, A2, "mesh/tree"),
+    ("910B", "gather", 8 << 10, A2, "mesh/ring"),
+    ("910B", "alltoall", 1 << 20, (8, 4), "pairwise"),        # unequal servers
+    ("910B", "sendrecv", 1 << 20, A2, "ring"),
     ("910B", "alltoall", 1 << 20, A2, "mesh/pairwise"),
     ("910A", "allreduce", 1 << 20, (8,), "hd"),               # 910A single server <= 1 MB, 8 ranks
     ("910A", "allreduce", 2 << 20, (8,), "ring"),             # 8P ring
@@ -118,3 +124,43 @@ def test_expansion_modes_take_their_figures_from_the_topology_file(tmp_path):
         hcsim.simulate(path, "allgather", 4000, "ring", hccl=HcclConfig(expansion_mode="AI_CPU"))
     with pytest.raises(ConfigError, match="expansion_mode = 'GPU'"):
         hcsim.simulate(path, "allgather", 4000, "ring", hccl=HcclConfig(expansion_mode="GPU"))
+
+
+@pytest.mark.parametrize("coll", ["allreduce", "allgather", "reducescatter", "broadcast", "reduce", "scatter",
+                                  "gather", "alltoall", "alltoallv", "sendrecv"])
+@pytest.mark.parametrize("product,servers", [("910B", 4), ("910A", 2), ("910_93", 4)])
+def test_auto_runs_for_every_collective_and_product(coll, product, servers):
+    from hcsim.topology import atlas800_9000, atlas900_a3_superpod
+
+    topo = {"910B": lambda: atlas900_a2_pod(servers=servers), "910A": lambda: atlas800_9000(servers=servers),
+            "910_93": lambda: atlas900_a3_superpod(nodes=servers)}[product]()
+    for size in ("8K", "64M"):
+        r = hcsim.simulate(topo, coll, size, "auto")
+        assert r.time_s > 0 and r.config["selected_by"]
+    assert hcsim.simulate(topo, coll, "8K", "best").config["candidates"]
+
+
+def test_buffer_pieces_fill_the_buffer_then_the_rest():
+    from hcsim.hccl.buffer import piece_sizes
+
+    assert piece_sizes(make_args("allreduce", 4, 5003), 1000) == [1000] * 5 + [3]
+    assert piece_sizes(make_args("allreduce", 4, 3000), 1000) == [1000] * 3
+
+
+def test_ascend_topologies_loop_through_the_buffer_by_default():
+    r = hcsim.simulate("atlas800t-a2", "allgather", "1G", "ring")
+    assert r.config["buffer_loops"] == 6  # 1 GiB through 200 MiB: five full pieces and the rest
+    assert hcsim.simulate(tiered_mesh((2, 2), 1e9), "allgather", "1G", "ring").config["buffer_loops"] == 1
+
+
+def test_select_reports_no_crossover_between_equal_algorithms():
+    from hcsim.study import select
+
+    topo = tiered_mesh((4, 4), (2e9, 25e9))
+    df = select(topo, "allgather", sizes=("256K", "64M"), factor=4)
+    for size, old, new in df.attrs["crossovers"]:
+        row = df[df.size_bytes == size].iloc[0]
+        assert row[f"time_us[{old}]"] > row[f"time_us[{new}]"] * (1 + 1e-9)
+    for _, row in df.iterrows():
+        cand = [row[c] for c in df.columns if c.startswith("time_us[")]
+        assert row["best_time_us"] == min(cand)

@@ -26,7 +26,7 @@ alltoall(v)    inside servers (staging)    between servers
 Level 2 is supported for allreduce, allgather and reducescatter (HCCL uses it for those on
 A3). The closed form is the sum of the phases' closed forms, each with its own level's
 alpha, beta and gamma; it is exact on a topology where every level's pairs have their own
-links (e.g. :func:`hcsim.topology.builders.two_tier_mesh`).
+links (e.g. :func:`hcsim.topology.builders.tiered_mesh`).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.registry import AlgorithmSpec, make_args, run_builder
-from ..algorithms.schedule import CollectiveArgs, Schedule, make_step, split_bytes
+from ..algorithms.schedule import CollectiveArgs, Schedule, make_step
 from ..verify import _owner
 
 
@@ -17,10 +17,11 @@ def loop_count(nbytes: int, buffer_bytes: int) -> int:
 
 
 def piece_sizes(args: CollectiveArgs, buffer_bytes: int) -> list[int]:
-    """Sizes (nccl-tests convention) of the back-to-back pieces."""
+    """Sizes (nccl-tests convention) of the back-to-back pieces: full buffers, then the rest."""
     if args.collective == "alltoallv":
         return [args.nbytes]  # HCCL moves alltoallv's matrix in one pass here (not modelled)
-    return [int(x) for x in split_bytes(args.nbytes, loop_count(args.nbytes, buffer_bytes))]
+    full, rest = divmod(int(args.nbytes), int(buffer_bytes))
+    return [int(buffer_bytes)] * full + ([rest] if rest else [])
 
 
 def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int) -> Schedule:

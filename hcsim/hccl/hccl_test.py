@@ -3,7 +3,10 @@ beside a real one line by line (FACTS.md s5; ../shared/data/hccl_test_sample.txt
 
 hccl_test's conventions, which hcsim's sizes already follow: data_size is the -b..-e value;
 AllReduce, Broadcast, Reduce and AlltoAll use the per-NPU buffer, AllGather and
-ReduceScatter count x rank size; alg_bandwidth = data_size / aveg_time with GB = 1e9; no bus
+ReduceScatter count x rank size. alg_bandwidth is data_size / aveg_time in units of 2^30
+bytes per second: every row of the official sample output (hicann/oam-tools docs, kept in
+../shared/data/hccl_test_sample.txt) is bytes / time / 2^30 to the printed digit, although
+its docs say GB/s (FACTS.md s5 repeats the docs; the printed numbers decide). No bus
 bandwidth is printed.
 """
 
@@ -22,9 +25,14 @@ HEADER = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_resu
 _WIDTHS = (18, 15, 21)
 
 
-def format_row(nbytes: int, time_us: float, algbw_GBps: float, check: str) -> str:
+def alg_bandwidth(nbytes: int, time_us: float) -> float:
+    """hccl_test's alg_bandwidth column: bytes / time / 2^30 (see the module docs)."""
+    return nbytes / (time_us * 1e-6) / 2**30
+
+
+def format_row(nbytes: int, time_us: float, check: str) -> str:
     """One hccl_test row: cells padded to their header's width, then ``| ``."""
-    cells = (str(int(nbytes)), f"{time_us:.2f}", f"{algbw_GBps:.5f}")
+    cells = (str(int(nbytes)), f"{time_us:.2f}", f"{alg_bandwidth(nbytes, time_us):.5f}")
     return "| ".join(c.ljust(w) for c, w in zip(cells, _WIDTHS, strict=True)) + "| " + check
 
 
@@ -60,17 +68,27 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
                 load_topology("atlas900-a2-pod", servers=servers, npus_per_server=npus))
     else:
         topo = load_topology(topology)
-    ranks = servers * npus
-    if ranks > topo.num_npus:
-        raise bad_value("-n x -p", ranks, f"at most {topo.num_npus} NPUs in {topo.name}")
+    # the first -p NPUs of each of the first -n servers, as mpirun with -p per node places them
+    by_server: dict = {}
+    for name in topo.npus:
+        spec = topo.npu_spec(name)
+        by_server.setdefault((spec.pod, spec.server), []).append(name)
+    groups = list(by_server.values())[:servers]
+    if len(groups) < servers or any(len(g) < npus for g in groups):
+        raise bad_value("-n x -p", servers * npus, f"{servers} servers of {npus} NPUs; {topo.name} has "
+                        f"{len(by_server)} servers of {min(len(g) for g in by_server.values())} or more")
+    ranks = [name for g in groups for name in g[:npus]]
+    per_rank = BINARIES[binary] in ("allgather", "reducescatter", "scatter")
     sizes = size_range(minbytes, maxbytes, factor)
     lo, hi = parse_size(minbytes), parse_size(maxbytes)
     lines = [f"the minbytes is {lo}, maxbytes is {hi}, iters is {iters}, warmup_iters is {warmup_iters}", HEADER]
     unit = DTYPES[dtype]
     for nbytes in sizes:
-        if nbytes % unit:
-            raise bad_value("data size", nbytes, f"a multiple of {unit} bytes ({dtype})")
+        need = unit * (len(ranks) if per_rank else 1)
+        if nbytes % need:
+            raise bad_value("data size", nbytes, f"a multiple of {need} bytes ({dtype}"
+                            + (f" x {len(ranks)} ranks)" if per_rank else ")"))
         r = simulate(topo, collective, nbytes, ranks=ranks, root=root, hccl_algo=hccl_algo,
                      algorithm=None if hccl_algo else "auto")
-        lines.append(format_row(nbytes, r.time_us, r.algbw_GBps, "success" if r.config.get("verified") else "NA"))
+        lines.append(format_row(nbytes, r.time_us, "success" if r.config.get("verified") else "NA"))
     return "\n".join(lines) + "\n"

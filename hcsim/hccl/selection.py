@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..algorithms.hierarchy import THREE_LEVEL
+from ..algorithms.hierarchy import THREE_LEVEL, resolve
 from ..algorithms.registry import REGISTRY
-from ..errors import bad_value
+from ..errors import ConfigError, bad_value
 from .algo_env import HCSIM_NAME, HcclAlgo
 
 SELECTION_ALPHA_s = 60e-6
@@ -24,8 +24,18 @@ RDMA_PLAN_Bps = {"910A": 12.5e9 * 0.8, "910B": 25.0e9 * 0.8, "910_93": 25.0e9 * 
 """Level-1 bandwidth per NPU HCCL plans with (device_capacity.cc; FACTS s4)."""
 PIPELINE_MIN_BYTES = 2 << 20
 """Pipeline for RS/AG from 2 MB without RDMA-Lite (32 KB with it) (FACTS s3)."""
-PIPELINE_AR_PER_RANK_BYTES = 2 << 20
-"""AllReduce pipeline when size / (servers x NPUs per server) >= 2 MB without RDMA-Lite (1 MB with)."""
+PIPELINE_AR_PER_RANK_BYTES = 1 << 20
+"""AllReduce pipeline when size / (servers x NPUs per server) >= 1 MB (FACTS s3)."""
+LEVEL1_STAND_IN = {
+    ("broadcast", "hd"): ("nb", "H-D_R broadcast is scatter + allgather by halving/doubling; NB has that shape"),
+    ("reduce", "hd"): ("tree", "a binomial reduce has H-D_R's log2 m steps of the whole buffer"),
+    ("reduce", "nhr"): ("tree", "log2 m steps of the whole buffer"),
+    ("reduce", "nb"): ("tree", "log2 m steps of the whole buffer"),
+    ("gather", "nhr"): ("ring", "HCCL gathers with a ring template (coll_comm_executor.cc)"),
+    ("gather", "nb"): ("ring", "HCCL gathers with a ring template (coll_comm_executor.cc)"),
+    ("gather", "hd"): ("ring", "HCCL gathers with a ring template (coll_comm_executor.cc)"),
+}
+"""Level-1 algorithms HCCL may select that hcsim has no schedule for, and what runs instead."""
 PIPELINE_MAX_CONTEXTS = 65535
 """More pipeline contexts than this falls back to H-D_R (all_reduce_operator.cc; FACTS s3)."""
 
@@ -149,7 +159,7 @@ def select_algorithm(product: str | None, collective: str, nbytes: int, servers:
     if not equal:  # AHC for AllReduce; AHC_BROKE elsewhere, approximated by flat NHR (AHCAlgSelect)
         if collective == "allreduce":
             return "ahc", "servers of unequal size: AHC (coll_alg_operator.cc AHCAlgSelect)"
-        flat = "nhr" if "nhr" in REGISTRY[collective] else "ring"
+        flat = next(a for a in ("nhr", "ring", "pairwise") if a in REGISTRY[collective])
         return flat, f"servers of unequal size: AHC_BROKE, approximated by flat {flat}"
     levels = hccl_algo.levels_for(collective) if hccl_algo is not None else None
     level1 = levels.get("level1") if levels else None
@@ -187,12 +197,14 @@ def select_algorithm(product: str | None, collective: str, nbytes: int, servers:
     if collective in ("alltoall", "alltoallv"):
         l1 = level1 if level1 in ("pairwise", "mesh") else "pairwise"
         return f"mesh/{l1}", "AlltoAll: staged, inside servers then between (alltoall_operator.cc; FACTS s3)"
-    if collective in ("scatter", "gather") and level1 not in ("ring", "nhr", "nb"):
+    if collective == "scatter" and level1 not in ("ring", "nhr", "nb"):
         level1 = "ring"  # scatter_operator.cc forces anything else to Ring
-    if collective in ("broadcast",) and level1 not in ("ring", "nhr", "nb", "hd"):
-        level1 = "hd"
-    if collective == "reduce" and level1 not in ("ring", "hd", "tree"):
-        level1 = "ring"
+    if collective == "broadcast" and level1 not in ("ring", "nhr", "nb", "hd"):
+        level1 = "hd"  # broadcast_operator.cc resets others to HD on A2
+    sub = LEVEL1_STAND_IN.get((collective, level1))
+    if sub is not None:  # HCCL has it, hcsim's catalogue does not: the nearest shape stands in
+        reason += f"; hcsim has no {level1} {collective}: {sub[0]} stands in ({sub[1]})"
+        level1 = sub[0]
     name = f"{level0}/{level1}"
     if len(pods) > 1 and collective in THREE_LEVEL:
         l2 = HCSIM_NAME.get(level2, "nhr") if level2 not in (None, "NA", "null") else "nhr"
@@ -208,17 +220,23 @@ def _default_level1(product, collective, nbytes, n_servers, local, level0, confi
         if n_servers & (n_servers - 1):
             return "ring", "910A: server count not a power of two -> ring (FACTS s3)"
         return "hd", "910A: server count a power of two -> H-D_R (FACTS s3)"
+    # hcsim's estimate of the pipeline's task contexts: 5(L-1)+8 per step (CalcContextNumForPipeline,
+    # read through a mirror of hcomm), one step per server
     contexts = (5 * (local - 1) + 8) * n_servers
-    pipeline_ok = (product in ("910B", "910_93") and local > 1 and level0 == "mesh"
-                   and contexts <= PIPELINE_MAX_CONTEXTS)
+    pipeline_ok = product in ("910B", "910_93") and local > 1 and level0 == "mesh"
+    wants = None
     if pipeline_ok and collective == "allgather" and nbytes >= PIPELINE_MIN_BYTES:
-        return "pipeline", "AllGather >= 2 MB, mesh level 0, > 1 NPU per server: pipeline (FACTS s3)"
+        wants = "AllGather >= 2 MB, mesh level 0, > 1 NPU per server: pipeline (FACTS s3)"
     if (pipeline_ok and collective == "reducescatter" and nbytes >= PIPELINE_MIN_BYTES
             and not config.deterministic):
-        return "pipeline", "ReduceScatter >= 2 MB, mesh level 0, non-deterministic: pipeline (FACTS s3)"
+        wants = "ReduceScatter >= 2 MB, mesh level 0, non-deterministic: pipeline (FACTS s3)"
     if (pipeline_ok and collective == "allreduce" and not config.deterministic
             and nbytes / (n_servers * local) >= PIPELINE_AR_PER_RANK_BYTES):
-        return "pipeline", "AllReduce size/(servers x NPUs) >= 2 MB: pipeline (FACTS s3)"
+        wants = "AllReduce size/(servers x NPUs) >= 1 MB: pipeline (FACTS s3)"
+    if wants and contexts > PIPELINE_MAX_CONTEXTS:
+        return "hd", f"{wants[:-len(' (FACTS s3)')]}, but > 65535 contexts: H-D_R (FACTS s3)"
+    if wants:
+        return "pipeline", wants
     name, _ = _level1_cost_choice(collective, nbytes, n_servers, local, product, config.buffer_bytes)
     if product == "910_93" and name == "hd":
         name = "nhr"  # A3 forces level-1 HD to NHR (FACTS s3)
@@ -229,8 +247,10 @@ def candidates(collective: str, servers: tuple, pods: tuple = (), product: str |
     """Algorithms ``algorithm="best"`` races: in one server the flat ones; across servers,
     level 0 (from the hardware) with every level-1 algorithm HCCL offers, and the pipeline."""
     flat = list(REGISTRY[collective])
+    if collective == "sendrecv":
+        return ["ring"]
     if len(servers) <= 1 or len(set(servers)) != 1:
-        return [a for a in flat if a != "pipeline"]
+        return [a for a in flat if a != "pipeline" and (a != "ahc" or len(servers) > 1)]
     # Across servers HCCL always composes levels (flat algorithms would cross the slow tier at
     # every step), so the race is between its level-1 choices and the pipeline.
     level0 = level0_algorithm(product, servers[0])
@@ -238,9 +258,16 @@ def candidates(collective: str, servers: tuple, pods: tuple = (), product: str |
               "reducescatter": ["ring", "hd", "nhr", "nb"], "broadcast": ["ring", "hd", "nhr", "nb", "tree"],
               "reduce": ["ring", "tree"], "scatter": ["ring", "nhr", "nb"], "gather": ["ring", "star"],
               "alltoall": ["pairwise", "mesh"], "alltoallv": ["pairwise", "mesh"]}.get(collective, [])
-    out = []
     suffix = "/nhr" if len(pods) > 1 and collective in THREE_LEVEL else ""
-    out += [f"{level0}/{b}{suffix}" for b in level1]
-    if "pipeline" in REGISTRY[collective] and servers[0] > 1:
+    out = []
+    for b in level1:
+        for a in dict.fromkeys((level0, "mesh")):  # level 0 as the hardware gives it, else mesh
+            try:  # keep the compositions hcsim has schedules for
+                resolve(collective, f"{a}/{b}{suffix}")
+            except ConfigError:
+                continue
+            out.append(f"{a}/{b}{suffix}")
+            break
+    if "pipeline" in REGISTRY[collective] and servers[0] > 1 and product in ("910B", "910_93", None):
         out.append("pipeline")
     return out
