@@ -318,9 +318,9 @@ class FlowSimulator:
 
     def _push_grouped(self, times, kind, k, idx):
         """Push one heap entry per distinct time (usually there is just one)."""
-        lo = times.min()
-        if lo == times.max():
-            self._push(float(lo), kind, k, idx)
+        first = times[0]
+        if times.size == 1 or (times == first).all():
+            self._push(float(first), kind, k, idx)
             return
         uniq, inv = np.unique(times, return_inverse=True)
         for j, t in enumerate(uniq):
@@ -430,7 +430,7 @@ class FlowSimulator:
         self.s_end[done] = np.inf
         self.s_active[done] = False
         self._release(done)
-        ks = [int(d_steps[0])] if d_steps.min() == d_steps.max() else np.unique(d_steps).tolist()
+        ks = [int(d_steps[0])] if (d_steps == d_steps[0]).all() else np.unique(d_steps).tolist()
         for k in ks:
             st = self.states[k]
             loc = d_local if len(ks) == 1 else d_local[d_steps == k]
