@@ -37,7 +37,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..errors import ScheduleError, bad_value
-from .registry import REGISTRY, RESOLVERS, AlgorithmSpec, get_algorithm, make_args, run_builder
+from .registry import REGISTRY, RESOLVERS, AlgorithmSpec, make_args, run_builder
 from .schedule import (
     ChunkSpace,
     CollectiveArgs,
@@ -340,4 +340,4 @@ def _resolve(collective, names):
 
 RESOLVERS.append(resolve)
 
-__all__ = ["compose", "hierarchical_cost", "resolve", "get_algorithm"]
+__all__ = ["compose", "hierarchical_cost", "resolve"]

@@ -34,7 +34,6 @@ from .schedule import (
     CollectiveArgs,
     Schedule,
     block_bytes,
-    concat_steps,
     make_step,
     split_bytes,
 )
@@ -143,5 +142,3 @@ for _kind in ("nhr", "nb"):
         register(AlgorithmSpec(_kind, _coll, (lambda k: (lambda a: _build(a, k)))(_kind), _cost,
                                f"{_name}: {_what}", SOURCE[_kind]))
 
-
-__all__ = ["blocks_at", "concat_steps"]

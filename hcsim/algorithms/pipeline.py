@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ScheduleError
-from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, register
 from .schedule import ChunkSpace, CollectiveArgs, Schedule, block_bytes, make_step, split_bytes
 
@@ -110,5 +109,3 @@ for _coll, _cost in (("allgather", cost_allgather), ("reducescatter", cost_reduc
     register(AlgorithmSpec("pipeline", _coll, _pipeline, _cost,
                            "inter-server ring of same-index NPUs overlapped with the intra-server mesh",
                            SOURCE, levels=2))
-
-__all__ = ["AlphaBetaGamma"]
