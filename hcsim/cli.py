@@ -81,6 +81,15 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("-c", "--check", type=int, default=1, help="accepted as hccl_test does (no effect)")
     ht.add_argument("-i", "--stepbytes", default=None, help="accepted as hccl_test does (no effect)")
 
+    va = sub.add_parser("validate", help="predicted versus measured for a stored real output")
+    va.add_argument("--measured", required=True, help="hccl_test output, nccl-tests output or CSV")
+    va.add_argument("--topology", "-t", required=True, help="what the measurement ran on")
+    va.add_argument("--op", default=None, help="collective (when the file does not say)")
+    va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
+    va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")
+    va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
+    va.add_argument("--csv", help="write the rows here")
+
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
     show = tsub.add_parser("show", help="summarise a topology")
@@ -177,6 +186,21 @@ def _cmd_hccl_test(a) -> int:
     return 0
 
 
+def _cmd_validate(a) -> int:
+    from .backends import load_measured
+    from .units import parse_size
+    from .validate import format_validation, validate_measured
+
+    measured = load_measured(a.measured, a.op, a.ranks)
+    if measured["collective"].isna().any():
+        raise HcsimError("--op: the measured file does not name its collective; pass --op")
+    df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"))
+    print(format_validation(df), end="")
+    if a.csv:
+        df.to_csv(a.csv, index=False)
+    return 0
+
+
 def _cmd_topo(a) -> int:
     from .topology.io import builtin_names, load_topology
     from .topology.summary import format_summary, summarize
@@ -215,7 +239,7 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
-                   "hccl-test": _cmd_hccl_test}[args.command]
+                   "hccl-test": _cmd_hccl_test, "validate": _cmd_validate}[args.command]
         return handler(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
