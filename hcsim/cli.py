@@ -90,6 +90,14 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
     va.add_argument("--csv", help="write the rows here")
 
+    ca = sub.add_parser("calibrate", help="fit tier bandwidths and overheads to measured times")
+    ca.add_argument("--measured", required=True, help="hccl_test output, nccl-tests output or CSV")
+    ca.add_argument("--topology", "-t", required=True, help="the topology to fit")
+    ca.add_argument("--op", default=None, help="collective (when the file does not say)")
+    ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
+    ca.add_argument("--algo", default="auto", help="what ran (default: HCCL's choice)")
+    ca.add_argument("--out", required=True, help="write the calibrated topology YAML here")
+
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
     show = tsub.add_parser("show", help="summarise a topology")
@@ -201,6 +209,22 @@ def _cmd_validate(a) -> int:
     return 0
 
 
+def _cmd_calibrate(a) -> int:
+    from .backends import load_measured
+    from .calibrate import calibrate
+    from .topology.io import save_topology
+
+    measured = load_measured(a.measured, a.op, a.ranks)
+    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo)
+    scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items())
+    print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}; step overhead "
+          f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
+    print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
+          f"({rep['evaluations']} evaluations)")
+    print(f"# written to {save_topology(fitted, a.out)}")
+    return 0
+
+
 def _cmd_topo(a) -> int:
     from .topology.io import builtin_names, load_topology
     from .topology.summary import format_summary, summarize
@@ -239,7 +263,8 @@ def main(argv=None) -> int:
         return int(exc.code or 0)
     try:
         handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
-                   "hccl-test": _cmd_hccl_test, "validate": _cmd_validate}[args.command]
+                   "hccl-test": _cmd_hccl_test, "validate": _cmd_validate,
+                   "calibrate": _cmd_calibrate}[args.command]
         return handler(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
