@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hcsim-installed
 
-.PHONY: demo test test-slow bench lint clean
+.PHONY: demo test test-slow test-testbed bench lint clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: lint
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+test-testbed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,mpi]'
+	$(BIN)/python -m pytest -q -m testbed
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py

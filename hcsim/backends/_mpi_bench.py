@@ -1,0 +1,51 @@
+"""Run under mpirun: time one collective over sizes; rank 0 prints CSV rows (size,time_us)."""
+
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+
+def make_op(comm, collective: str, size: int):
+    """The call that moves ``size`` bytes in nccl-tests' convention, with its buffers bound."""
+    p = comm.size
+    per_rank = max(size // p, 1)
+    whole = max(size, 1)
+    if collective == "allreduce":
+        send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
+        return lambda: comm.Allreduce(send, recv, op=MPI.SUM)
+    if collective == "allgather":
+        send, recv = np.ones(per_rank, np.uint8), np.empty(per_rank * p, np.uint8)
+        return lambda: comm.Allgather(send, recv)
+    if collective == "reducescatter":
+        send, recv = np.ones(per_rank * p, np.uint8), np.empty(per_rank, np.uint8)
+        return lambda: comm.Reduce_scatter_block(send, recv, op=MPI.SUM)
+    if collective == "alltoall":
+        send, recv = np.ones(per_rank * p, np.uint8), np.empty(per_rank * p, np.uint8)
+        return lambda: comm.Alltoall(send, recv)
+    if collective == "broadcast":
+        buf = np.ones(whole, np.uint8)
+        return lambda: comm.Bcast(buf, root=0)
+    raise SystemExit(f"collective {collective!r} not supported by the MPI bench")
+
+
+def main():
+    collective, sizes, iters = sys.argv[1], [int(x) for x in sys.argv[2].split(",")], int(sys.argv[3])
+    comm = MPI.COMM_WORLD
+    for size in sizes:
+        op = make_op(comm, collective, size)
+        op()  # warm-up
+        total = 0.0
+        for _ in range(iters):
+            comm.Barrier()
+            t0 = time.perf_counter()
+            op()
+            total += time.perf_counter() - t0
+        worst = comm.reduce(total / iters, op=MPI.MAX, root=0)
+        if comm.rank == 0:
+            print(f"{size},{worst * 1e6:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
