@@ -171,3 +171,23 @@ def test_simpy_process_composes_with_other_processes():
     env.process(compute(env))
     env.run()
     assert log == [(pytest.approx(8e-6), pytest.approx(3e-6))]
+
+
+def test_pair_exchange_limit_halves_a_same_peer_exchange_but_not_a_ring():
+    # Open MPI's TCP-like endpoint: an exchange with one peer shares one rate; a ring
+    # (send to one neighbour, receive from the other) still overlaps.
+    t = single_switch(4, 10e9, exchange_Bps=10e9)
+    n = 10**9
+    _, exchange = run(t, [step(np.array([0, 1]), np.array([1, 0]), n)])
+    _, shift = run(t, [step(np.arange(4), (np.arange(4) + 1) % 4, n)])
+    assert exchange == pytest.approx(2 * n / 10e9, rel=1e-12)
+    assert shift == pytest.approx(n / 10e9, rel=1e-12)
+
+
+def test_engine_limit_caps_send_plus_receive():
+    t = single_switch(4, 10e9, engine_Bps=15e9)
+    n = 10**9
+    _, shift = run(t, [step(np.arange(4), (np.arange(4) + 1) % 4, n)])
+    assert shift == pytest.approx(n / 7.5e9, rel=1e-12)  # each NPU sends and receives: 15 / 2 each
+    _, one = run(t, [step(0, 1, n)])
+    assert one == pytest.approx(n / 10e9, rel=1e-12)  # alone, the link limits

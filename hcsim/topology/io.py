@@ -41,7 +41,8 @@ _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "no
              "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
                  "modes"}
-_NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex"}
+_NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
+             "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
 _LINK_KEYS = {"src", "dst", "bandwidth_GBps", "latency_us", "tier", "inline_reduce", "bidirectional"}
 
@@ -180,7 +181,7 @@ def topology_from_dict(doc, where: str = "topology", **overrides) -> Topology:
                 raise ConfigError(f"{w}: missing key 'name'")
             kw = {"server": n.get("server", 0), "pod": n.get("pod", 0), "local_index": n.get("local_index", 0),
                   "half_duplex": bool(n.get("half_duplex", False))}
-            for key in ("reduce", "injection", "ejection"):
+            for key in ("reduce", "injection", "ejection", "exchange", "engine"):
                 if f"{key}_GBps" in n:
                     kw[f"{key}_Bps"] = _num(f"{w}.{key}_GBps", n[f"{key}_GBps"]) * 1e9
             try:

@@ -230,6 +230,10 @@ def _npu_to_yaml(spec: NpuSpec) -> dict:
         d["ejection_GBps"] = spec.ejection_Bps / 1e9
     if spec.half_duplex:
         d["half_duplex"] = True
+    if spec.exchange_Bps is not None:
+        d["exchange_GBps"] = spec.exchange_Bps / 1e9
+    if spec.engine_Bps is not None:
+        d["engine_GBps"] = spec.engine_Bps / 1e9
     return d
 
 
@@ -316,6 +320,23 @@ class _Compiled:
                 if s.ejection_Bps is not None:
                     self.rx_res[i] = len(caps)
                     caps.append(s.ejection_Bps)
+        # Engine resources: one per NPU that caps send + receive together.
+        self.engine_res = {}
+        for n, d in g.nodes(data=True):
+            if d["kind"] == "npu" and d["spec"].engine_Bps is not None:
+                self.engine_res[self.node_index[n]] = len(caps)
+                caps.append(d["spec"].engine_Bps)
+        # Pair-exchange resources: one per unordered pair of NPUs that both limit exchanges.
+        self.pair_res = {}
+        exch = [(self.node_index[n], d["spec"].exchange_Bps) for n, d in g.nodes(data=True)
+                if d["kind"] == "npu" and d["spec"].exchange_Bps is not None]
+        if len(exch) > 512:
+            raise bad_value("exchange_bandwidth", f"{len(exch)} NPUs", "at most 512 NPUs may set it (one resource a pair)")
+        for a in range(len(exch)):
+            for b in range(a + 1, len(exch)):
+                (i, ci), (j, cj) = exch[a], exch[b]
+                self.pair_res[(min(i, j), max(i, j))] = len(caps)
+                caps.append(min(ci, cj))
         self.capacity_Bps = np.asarray(caps, dtype=float)
         self.link_latency_s = np.asarray([s.latency_s for s in specs], dtype=float)
         self.paths = PathStore()
@@ -353,6 +374,12 @@ class _Compiled:
                 res.insert(0, self.tx_res[src])
             if dst in self.rx_res:
                 res.append(self.rx_res[dst])
+            for end in (src, dst):
+                if end in self.engine_res:
+                    res.append(self.engine_res[end])
+            pair = self.pair_res.get((min(src, dst), max(src, dst)))
+            if pair is not None:
+                res.append(pair)
             lat = float(sum(self.link_specs[li].latency_s for li in lp))
             inline = bool(lp) and all(self.link_specs[li].inline_reduce for li in lp)
             bottleneck = float(self.capacity_Bps[res].min())

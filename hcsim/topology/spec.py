@@ -74,6 +74,14 @@ class NpuSpec:
     half_duplex : bool
         Sending and receiving share one engine: their rates together stay within
         ``injection_Bps`` (or ``ejection_Bps`` if only that is set).
+    exchange_Bps : float or None
+        Traffic between this NPU and any one peer, both directions together, stays within
+        this (an exchange with one peer does not overlap its directions, as Open MPI's TCP
+        transport behaves), while traffic to and from different peers still overlaps.
+        Applies when both ends set it (their minimum); None: no such limit.
+    engine_Bps : float or None
+        What the NPU sends and receives together, over all peers (its transport's duplex
+        overlap: between ``max(injection, ejection)`` for none and their sum for full).
     """
 
     server: int = 0
@@ -83,6 +91,8 @@ class NpuSpec:
     injection_Bps: float | None = None
     ejection_Bps: float | None = None
     half_duplex: bool = False
+    exchange_Bps: float | None = None
+    engine_Bps: float | None = None
 
     def __post_init__(self):
         for name in ("server", "pod", "local_index"):
@@ -92,6 +102,8 @@ class NpuSpec:
         _positive("reduce_bandwidth", self.reduce_Bps, allow_inf=True)
         _positive("injection_bandwidth", self.injection_Bps, allow_none=True)
         _positive("ejection_bandwidth", self.ejection_Bps, allow_none=True)
+        _positive("exchange_bandwidth", self.exchange_Bps, allow_none=True)
+        _positive("engine_bandwidth", self.engine_Bps, allow_none=True)
         if self.half_duplex and self.injection_Bps is None and self.ejection_Bps is None:
             raise bad_value("half_duplex", True, "needs injection or ejection bandwidth to share")
 
