@@ -82,8 +82,14 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("-i", "--stepbytes", default=None, help="accepted as hccl_test does (no effect)")
 
     va = sub.add_parser("validate", help="predicted versus measured for a stored real output")
-    va.add_argument("--measured", required=True, help="hccl_test output, nccl-tests output or CSV")
-    va.add_argument("--topology", "-t", required=True, help="what the measurement ran on")
+    va.add_argument("--measured", default=None, help="hccl_test output, nccl-tests output or CSV")
+    va.add_argument("--topology", "-t", default=None, help="what the measurement ran on")
+    va.add_argument("--backend", default=None, help="mpi: measure on a namespace testbed (root)")
+    va.add_argument("--testbed", default="8x100mbit", help="HOSTSxRATEmbit[/Lleaves[/UPLINKmbit]]")
+    va.add_argument("--ops", default="allreduce,allgather,reducescatter,alltoall,broadcast")
+    va.add_argument("--algos", default="all", help="comma-separated hcsim algorithms, or all")
+    va.add_argument("--sizes", default="64K,256K,1M")
+    va.add_argument("--iterations", type=int, default=3)
     va.add_argument("--op", default=None, help="collective (when the file does not say)")
     va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")
@@ -199,6 +205,25 @@ def _cmd_validate(a) -> int:
     from .units import parse_size
     from .validate import format_validation, validate_measured
 
+    if a.backend is not None:
+        from .validate import validate_mpi
+
+        if a.backend != "mpi":
+            raise HcsimError(f"--backend = {a.backend!r}: mpi (hccl and nccl need their hardware)")
+        sizes = [parse_size(x, "--sizes") for x in a.sizes.split(",")]
+        ops = [x.strip() for x in a.ops.split(",") if x.strip()]
+        algos = "all" if a.algos == "all" else [x.strip() for x in a.algos.split(",")]
+        df = validate_mpi(a.testbed, ops, algos, sizes, a.iterations, parse_size(a.min_size, "--min-size"))
+        print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+        at = df.attrs
+        print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
+              f"{100 * at['p90_abs_error']:.1f}%; predicted fastest = measured fastest in {at['fastest_agreement']} "
+              f"clear cases; fit {at['fit']}")
+        if a.csv:
+            df.to_csv(a.csv, index=False)
+        return 0
+    if a.measured is None or a.topology is None:
+        raise HcsimError("validate: --measured FILE and --topology T, or --backend mpi")
     measured = load_measured(a.measured, a.op, a.ranks)
     if measured["collective"].isna().any():
         raise HcsimError("--op: the measured file does not name its collective; pass --op")

@@ -57,3 +57,46 @@ def format_validation(df: pd.DataFrame) -> str:
     return (f"# predicted vs measured on {a.get('topology')}\n{text}\n"
             f"# {a['points']} points: median |error| {100 * a['median_abs_error']:.1f}%, "
             f"90th percentile {100 * a['p90_abs_error']:.1f}%\n")
+
+
+def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048576), iterations: int = 3,
+                 min_size: int = 65536) -> pd.DataFrame:
+    """Bring up a namespace testbed, calibrate on point-to-point probes only, then measure
+    and predict every op x algorithm x size; tear the testbed down whatever happens.
+
+    Returns the rows (measured, predicted, error) with ``attrs``: median / 90th-percentile
+    |error| over sizes >= ``min_size``, the fitted parameters, and per (op, size) whether the
+    predicted fastest algorithm is the measured fastest where the measured ones differ by
+    more than 15%.
+    """
+    from .backends.mpi import COLL_TUNED, calibrated_topology, fit_point_to_point, run_mpi_sweep
+    from .testbed import Testbed, parse_testbed
+
+    spec = parse_testbed(testbed_text)
+    rows = []
+    with Testbed(spec) as tb:
+        fit = fit_point_to_point(tb, iterations=iterations)
+        topo = calibrated_topology(tb, fit)
+        for op in ops:
+            chosen = [a for (c, a) in COLL_TUNED if c == op] if algos == "all" else list(algos)
+            for algo in chosen:
+                measured = run_mpi_sweep(tb, op, sizes, algo, iterations)
+                for _, m in measured.iterrows():
+                    pred = simulate(topo, op, int(m.size_bytes), algo).time_us
+                    rows.append({"collective": op, "algorithm": algo, "size_bytes": int(m.size_bytes),
+                                 "time_us": float(m.time_us), "predicted_us": pred,
+                                 "error": pred / float(m.time_us) - 1})
+    df = pd.DataFrame(rows)
+    sel = df[df["size_bytes"] >= min_size]["error"].abs()
+    agree = []
+    for _, g in df.groupby(["collective", "size_bytes"]):
+        if len(g) < 2:
+            continue
+        t = g.set_index("algorithm")["time_us"].sort_values()
+        if t.iloc[1] > t.iloc[0] * 1.15:  # the measured winner is clear
+            agree.append(bool(g.set_index("algorithm")["predicted_us"].idxmin() == t.index[0]))
+    df.attrs.update(median_abs_error=float(sel.median()), p90_abs_error=float(sel.quantile(0.9)),
+                    points=int(len(sel)), topology=topo.name,
+                    fit={k: v for k, v in fit.items() if k != "probes_s"},
+                    fastest_agreement=f"{sum(agree)}/{len(agree)}")
+    return df

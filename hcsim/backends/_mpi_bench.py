@@ -27,6 +27,24 @@ def make_op(comm, collective: str, size: int):
     if collective == "broadcast":
         buf = np.ones(whole, np.uint8)
         return lambda: comm.Bcast(buf, root=0)
+    # point-to-point probes for calibration: rank 0 -> 1 only; 0 <-> 1; every rank r -> r+1
+    if collective in ("p2p_oneway", "p2p_exchange", "p2p_shift"):
+        send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
+        r = comm.rank
+
+        def probe():
+            if collective == "p2p_oneway":
+                if r == 0:
+                    comm.Send(send, dest=1)
+                elif r == 1:
+                    comm.Recv(recv, source=0)
+            elif collective == "p2p_exchange":
+                if r in (0, 1):
+                    comm.Sendrecv(send, dest=1 - r, recvbuf=recv, source=1 - r)
+            else:
+                comm.Sendrecv(send, dest=(r + 1) % p, recvbuf=recv, source=(r - 1) % p)
+
+        return probe
     raise SystemExit(f"collective {collective!r} not supported by the MPI bench")
 
 
