@@ -28,6 +28,16 @@ def make_op(comm, collective: str, size: int):
         buf = np.ones(whole, np.uint8)
         return lambda: comm.Bcast(buf, root=0)
     # point-to-point probes for calibration: rank 0 -> 1 only; 0 <-> 1; every rank r -> r+1
+    if collective == "p2p_fanout":  # rank 0 sends to every other rank at once
+        send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
+
+        def fanout():
+            if comm.rank == 0:
+                MPI.Request.Waitall([comm.Isend(send, dest=d) for d in range(1, p)])
+            else:
+                comm.Recv(recv, source=0)
+
+        return fanout
     if collective in ("p2p_oneway", "p2p_exchange", "p2p_shift"):
         send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
         r = comm.rank

@@ -56,8 +56,9 @@ def available() -> str | None:
     return None
 
 
-PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift")
-"""Point-to-point probes: 0 -> 1 alone; 0 <-> 1 at once; every r -> r+1 at once (ring-like)."""
+PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout")
+"""Point-to-point probes: 0 -> 1 alone; 0 <-> 1 at once; every r -> r+1 at once (ring-like);
+0 -> every other rank at once (fan-out)."""
 
 
 def run_mpi_sweep(testbed, collective: str, sizes, algorithm: str, iterations: int = 5,
@@ -112,8 +113,9 @@ def fit_point_to_point(testbed, small: int = 1024, large: int = 1 << 20, iterati
     """Calibrate the testbed's endpoint model from point-to-point probes only.
 
     Returns ``alpha_s`` (one-way small-message time), ``rate_Bps`` (large one-way),
-    ``exchange_Bps`` (what a 0 <-> 1 exchange moves in both directions together) and
-    ``engine_Bps`` (what a rank sends plus receives in the ring-like shift), each from
+    ``exchange_Bps`` (what a 0 <-> 1 exchange moves in both directions together),
+    ``engine_Bps`` (what a rank sends plus receives in the ring-like shift) and
+    ``fanout_Bps`` (what rank 0 sends to all the others at once, together), each from
     the difference between the large and small probe, so the per-message cost cancels.
     """
     out = {}
@@ -125,9 +127,12 @@ def fit_point_to_point(testbed, small: int = 1024, large: int = 1 << 20, iterati
     rate = (large - small) / (one_l - one_s)
     ex_s, ex_l = out["p2p_exchange"]
     sh_s, sh_l = out["p2p_shift"]
+    fo_s, fo_l = out["p2p_fanout"]
+    peers = len(testbed.hosts) - 1
     return {"alpha_s": one_s - small / rate, "rate_Bps": rate,
             "exchange_Bps": 2 * (large - small) / (ex_l - ex_s),
-            "engine_Bps": 2 * (large - small) / (sh_l - sh_s), "probes_s": out}
+            "engine_Bps": 2 * (large - small) / (sh_l - sh_s),
+            "fanout_Bps": peers * (large - small) / (fo_l - fo_s), "probes_s": out}
 
 
 def calibrated_topology(testbed, fit: dict):
@@ -152,7 +157,9 @@ def calibrated_topology(testbed, fit: dict):
         for k in range(s.leaves):
             t.add_link(f"leaf{k}", "spine", LinkSpec(up, 0.0, "eth"))
     for i in range(s.hosts):
-        t.add_npu(f"npu{i}", NpuSpec(server=i, exchange_Bps=min(fit["exchange_Bps"], 2 * rate),
+        fan = min(fit.get("fanout_Bps", rate), rate)  # sending to several peers at once shares this
+        t.add_npu(f"npu{i}", NpuSpec(server=i, injection_Bps=fan, ejection_Bps=fan,
+                                     exchange_Bps=min(fit["exchange_Bps"], 2 * rate),
                                      engine_Bps=min(fit["engine_Bps"], 2 * rate)))
         t.add_link(f"npu{i}", f"leaf{s.leaf_of(i)}", LinkSpec(rate, 0.0, "eth"))
     return t
