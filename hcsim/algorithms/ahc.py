@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from .registry import AlgorithmSpec, register
-from .schedule import ChunkSpace, CollectiveArgs, Schedule, make_step, split_bytes
+from .schedule import ChunkSpace, CollectiveArgs, Schedule, split_bytes
 
 SOURCE = "hcomm asymmetric_hierarchical_concatenate_base.cc; hicann/hccl docs AHC.md"
 INTRA = "nhr"
@@ -51,7 +51,7 @@ def segments(sizes) -> tuple[int, list[tuple[int, int, list[int]]]]:
 
 
 def _ahc(args: CollectiveArgs) -> Schedule:
-    from .hierarchy import _sub
+    from .hierarchy import _sub, assemble
 
     sizes = list(args.server_sizes)  # one server: just the intra-group RS and AG
     starts = np.concatenate([[0], np.cumsum(sizes)])
@@ -83,12 +83,7 @@ def _ahc(args: CollectiveArgs) -> Schedule:
             add(1, k, (members[st.src], members[st.dst], a * width + st.chunk_lo * scale,
                        a * width + st.chunk_hi * scale, st.reduce))
     space = ChunkSpace(split_bytes(args.nbytes, total))
-    steps = []
-    for phase in phases:
-        for parts in phase:
-            src, dst, lo, hi, red = (np.concatenate([part[i] for part in parts]) for i in range(5))
-            steps.append(make_step(src, dst, space.range_bytes(lo, hi), red, lo, hi))
-    return Schedule(args, total, steps, space.chunk_bytes, "ahc")
+    return Schedule(args, total, assemble(phases, space), space.chunk_bytes, "ahc")
 
 
 def cost_allreduce(args: CollectiveArgs, abg) -> float:

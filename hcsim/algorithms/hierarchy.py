@@ -50,7 +50,6 @@ from .schedule import (
 
 SOURCE = "hicann/hccl docs coll_algo_intro (levels); hcomm coll_*_mesh_executor.cc; FACTS.md s1"
 THREE_LEVEL = ("allreduce", "allgather", "reducescatter")
-ROOTED_SUB = {"scatter", "gather"}
 
 
 def _flat(collective: str, name: str) -> AlgorithmSpec:
@@ -210,12 +209,18 @@ def compose(args: CollectiveArgs, names: tuple) -> Schedule:
         raise ScheduleError(f"collective = {coll!r}: no hierarchical composition (use a flat algorithm)")
     if int(space.chunk_bytes.sum()) != data_bytes(args):  # pragma: no cover - construction invariant
         raise ScheduleError("hierarchical chunk space does not cover the data")
+    return Schedule(args, space.count, assemble(phases, space), space.chunk_bytes, "/".join(names))
+
+
+def assemble(phases, space: ChunkSpace) -> list:
+    """Global steps from phases (lists of steps, each a list of per-group transfer tuples
+    ``(src, dst, chunk_lo, chunk_hi, reduce)``), bytes taken from the global chunk sizes."""
     steps = []
     for phase in phases:
         for parts in phase:
             src, dst, lo, hi, red = (np.concatenate([part[i] for part in parts]) for i in range(5))
             steps.append(make_step(src, dst, space.range_bytes(lo, hi), red, lo, hi))
-    return Schedule(args, space.count, steps, space.chunk_bytes, "/".join(names))
+    return steps
 
 
 def _part_base(grid, rank, d, spans):

@@ -178,10 +178,6 @@ class Schedule:
     def p(self) -> int:
         return self.args.p
 
-    def num_transfers(self) -> int:
-        """Total transfers (walks lazily made steps once)."""
-        return int(sum(len(s) for s in self.steps))
-
 
 def split_bytes(nbytes: int, parts: int) -> np.ndarray:
     """Cut ``nbytes`` into ``parts`` chunk sizes differing by at most one byte."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 
 from ..errors import bad_value
-from .model import ExecutionDefaults, Topology
+from .model import Topology
 from .spec import LinkSpec, NpuSpec
 
 
@@ -202,8 +202,3 @@ def tiered_mesh(dims, bandwidth_Bps, latency_s=0.0, *, inline_reduce=False, **np
         raise bad_value("dims", dims, "at least 2 NPUs in all")
     return t
 
-
-def with_defaults(topo: Topology, **defaults) -> Topology:
-    """Set a topology's execution defaults (``step_overhead_s``, ``launch_overhead_s``)."""
-    topo.defaults = ExecutionDefaults(**defaults)
-    return topo

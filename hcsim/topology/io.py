@@ -109,7 +109,7 @@ def _check_keys(where: str, d, allowed: set):
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
 
 
-def _num(where, value, positive=True, allow_zero=False):
+def _num(where, value, allow_zero=False):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where} = {value!r}: a number")
     if (value < 0) or (value == 0 and not allow_zero) or value != value:

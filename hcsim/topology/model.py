@@ -338,7 +338,6 @@ class _Compiled:
                 self.pair_res[(min(i, j), max(i, j))] = len(caps)
                 caps.append(min(ci, cj))
         self.capacity_Bps = np.asarray(caps, dtype=float)
-        self.link_latency_s = np.asarray([s.latency_s for s in specs], dtype=float)
         self.paths = PathStore()
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
 
