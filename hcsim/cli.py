@@ -1,4 +1,5 @@
-"""Command line: ``hcsim sweep``, ``hcsim topo show|list``, ``hcsim algos``.
+"""Command line: ``hcsim sweep``, ``select``, ``hccl-test``, ``measure``, ``validate``, ``calibrate``,
+``testbed check|show|cleanup``, ``topo show|list``, ``algos``.
 
 Bad input prints one line, ``hcsim: error: ...``, and exits with status 2.
 """
@@ -95,10 +96,35 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
     va.add_argument("--csv", help="write the rows here")
+    va.add_argument("--plot", help="write predicted versus measured (PNG) here")
+
+    me = sub.add_parser("measure", help="run a real collective sweep on a backend (hccl, nccl, mpi)")
+    me.add_argument("--backend", required=True, help="hccl (Ascend NPUs), nccl (NVIDIA GPUs), mpi (testbed, root)")
+    me.add_argument("--op", required=True, help="collective")
+    me.add_argument("-b", "--minbytes", default="64K")
+    me.add_argument("-e", "--maxbytes", default="1M")
+    me.add_argument("-f", "--stepfactor", type=int, default=2)
+    me.add_argument("--algo", default="auto", help="auto, or what the backend can force (HCCL_ALGO, NCCL_ALGO, "
+                    "an Open MPI coll_tuned algorithm)")
+    me.add_argument("--ranks", type=int, default=None, help="ranks (default: every device, or every testbed host)")
+    me.add_argument("--iterations", type=int, default=20)
+    me.add_argument("--testbed", default="8x100mbit", help="mpi: HOSTSxRATEmbit[/Lleaves[/UPLINKmbit]]")
+    me.add_argument("--csv", help="write the rows here")
+
+    tb = sub.add_parser("testbed", help="the emulated cluster: namespaces, veth, tc (root)")
+    tbsub = tb.add_subparsers(dest="testbed_command", required=True)
+    tbc = tbsub.add_parser("check", help="bring a testbed up, measure one-way rate per host pair, tear it down")
+    tbc.add_argument("--testbed", default="4x100mbit", help="HOSTSxRATEmbit[/Lleaves[/UPLINKmbit]]")
+    tbs = tbsub.add_parser("show", help="print the hcsim topology a testbed description gives")
+    tbs.add_argument("--testbed", default="8x100mbit")
+    tbsub.add_parser("cleanup", help="remove what killed runs left behind (namespaces, links)")
 
     ca = sub.add_parser("calibrate", help="fit tier bandwidths and overheads to measured times")
-    ca.add_argument("--measured", required=True, help="hccl_test output, nccl-tests output or CSV")
-    ca.add_argument("--topology", "-t", required=True, help="the topology to fit")
+    ca.add_argument("--measured", default=None, help="hccl_test output, nccl-tests output or CSV")
+    ca.add_argument("--topology", "-t", default=None, help="the topology to fit")
+    ca.add_argument("--backend", default=None, help="mpi: fit the testbed from point-to-point probes (root)")
+    ca.add_argument("--testbed", default="8x100mbit", help="with --backend mpi")
+    ca.add_argument("--iterations", type=int, default=5, help="with --backend mpi: runs per probe size")
     ca.add_argument("--op", default=None, help="collective (when the file does not say)")
     ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     ca.add_argument("--algo", default="auto", help="what ran (default: HCCL's choice)")
@@ -219,8 +245,7 @@ def _cmd_validate(a) -> int:
         print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
               f"{100 * at['p90_abs_error']:.1f}%; predicted fastest = measured fastest in {at['fastest_agreement']} "
               f"clear cases; fit {at['fit']}")
-        if a.csv:
-            df.to_csv(a.csv, index=False)
+        _validation_outputs(df, a)
         return 0
     if a.measured is None or a.topology is None:
         raise HcsimError("validate: --measured FILE and --topology T, or --backend mpi")
@@ -229,8 +254,80 @@ def _cmd_validate(a) -> int:
         raise HcsimError("--op: the measured file does not name its collective; pass --op")
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"))
     print(format_validation(df), end="")
+    _validation_outputs(df, a)
+    return 0
+
+
+def _validation_outputs(df, a) -> None:
     if a.csv:
         df.to_csv(a.csv, index=False)
+        print(f"# rows written to {a.csv}")
+    if a.plot:
+        from .plot import plot_validation
+
+        print(f"# plot written to {plot_validation(df, a.plot)}")
+
+
+def _cmd_measure(a) -> int:
+    from .algorithms.registry import check_collective
+    from .backends import get_backend
+    from .report import format_sweep
+    from .units import size_range
+
+    check_collective(a.op)
+    sizes = size_range(a.minbytes, a.maxbytes, a.stepfactor)
+    if a.backend == "mpi":
+        from .backends.mpi import MpiBackend, available
+
+        why = available()
+        if why:
+            print(f"backend mpi skipped: {why}")
+            return 0
+        from .testbed import Testbed, parse_testbed
+
+        spec = parse_testbed(a.testbed)
+        backend = MpiBackend(None)
+        backend.algorithms(a.op)  # an op without an Open MPI mapping fails before the testbed is up
+        with Testbed(spec) as tb:
+            backend.testbed = tb
+            df = backend.run(a.op, sizes, a.algo, a.ranks, a.iterations)
+        where = f"testbed {a.testbed}"
+    else:
+        backend = get_backend(a.backend)
+        why = backend.available()
+        if why:
+            print(f"backend {a.backend} skipped: {why}")
+            return 0
+        df = backend.run(a.op, sizes, a.algo, a.ranks, a.iterations)
+        where = f"this machine ({a.backend})"
+    print(format_sweep(df, where), end="")
+    if a.csv:
+        df.to_csv(a.csv, index=False)
+        print(f"# rows written to {a.csv}")
+    return 0
+
+
+def _cmd_testbed(a) -> int:
+    from .testbed import Testbed, cleanup_stale, parse_testbed
+
+    if a.testbed_command == "cleanup":
+        removed = cleanup_stale()
+        print(f"removed {len(removed)} stale testbed objects" + (f": {', '.join(removed)}" if removed else ""))
+        return 0
+    spec = parse_testbed(a.testbed)
+    if a.testbed_command == "show":
+        from .topology.summary import format_summary, summarize
+
+        with_tb = Testbed(spec)
+        print(format_summary(summarize(with_tb.topology())))
+        return 0
+    from .testbed.netns import check_testbed
+
+    with Testbed(spec) as tb:
+        rows = check_testbed(tb)
+    for r in rows:
+        print(f"{r['src']} -> {r['dst']}: {r['Mbit_s']:.1f} Mbit/s one-way (shaped at {spec.rate_mbit:g})")
+    print(f"# {len(rows)} pairs checked; testbed torn down")
     return 0
 
 
@@ -239,6 +336,22 @@ def _cmd_calibrate(a) -> int:
     from .calibrate import calibrate
     from .topology.io import save_topology
 
+    if a.backend is not None:
+        if a.backend != "mpi":
+            raise HcsimError(f"--backend = {a.backend!r}: allowed: mpi (point-to-point probes on a testbed)")
+        from .backends.mpi import calibrated_topology, fit_point_to_point
+        from .testbed import Testbed, parse_testbed
+
+        with Testbed(parse_testbed(a.testbed)) as tb:
+            fit = fit_point_to_point(tb, iterations=a.iterations)
+            topo = calibrated_topology(tb, fit)
+        print(f"# point-to-point fit: one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f}"
+              f" MB/s, send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
+              f"per message {fit['alpha_s'] * 1e6:.1f} us")
+        print(f"# written to {save_topology(topo, a.out)}")
+        return 0
+    if a.measured is None or a.topology is None:
+        raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
     measured = load_measured(a.measured, a.op, a.ranks)
     fitted, rep = calibrate(a.topology, measured, algorithm=a.algo)
     scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items())
@@ -289,7 +402,8 @@ def main(argv=None) -> int:
     try:
         handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
                    "hccl-test": _cmd_hccl_test, "validate": _cmd_validate,
-                   "calibrate": _cmd_calibrate}[args.command]
+                   "calibrate": _cmd_calibrate, "measure": _cmd_measure,
+                   "testbed": _cmd_testbed}[args.command]
         return handler(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)

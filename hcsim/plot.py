@@ -107,3 +107,40 @@ def plot_select(df: pd.DataFrame, path, metric: str = "time_us") -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return _save(fig, path)
+
+
+def plot_validation(df: pd.DataFrame, path, title: str | None = None) -> Path:
+    """Predicted against measured time (log-log), one marker per collective, colour per
+    algorithm, with the y = x line and a +-10% band; write ``path``.
+
+    ``df`` is what :func:`hcsim.validate.validate_measured` or
+    :func:`hcsim.validate.validate_mpi` returns (``time_us``, ``predicted_us``).
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    markers = "osD^v<>Ph*X"
+    colls = list(dict.fromkeys(df["collective"]))
+    label_col = "mpi_algorithm" if "mpi_algorithm" in df.columns else "algorithm"
+    algos = list(dict.fromkeys(df[label_col]))
+    colours = plt.get_cmap("tab20").colors
+    for (coll, algo), part in df.groupby(["collective", label_col], sort=False):
+        ax.scatter(part["time_us"], part["predicted_us"], s=28, marker=markers[colls.index(coll) % len(markers)],
+                   color=colours[algos.index(algo) % len(colours)], label=f"{coll} / {algo}", alpha=0.85)
+    lo = min(df["time_us"].min(), df["predicted_us"].min()) / 1.3
+    hi = max(df["time_us"].max(), df["predicted_us"].max()) * 1.3
+    ax.plot([lo, hi], [lo, hi], color="k", lw=1)
+    ax.fill_between([lo, hi], [lo * 0.9, hi * 0.9], [lo * 1.1, hi * 1.1], color="grey", alpha=0.2, label="+-10%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured time (us)")
+    ax.set_ylabel("predicted time (us)")
+    a = df.attrs
+    if title is None and "median_abs_error" in a:
+        title = (f"{a.get('topology', '')}: median |error| {100 * a['median_abs_error']:.1f}%, "
+                 f"p90 {100 * a['p90_abs_error']:.1f}% ({a.get('points')} points)")
+    ax.set_title(title or "", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6, ncol=2, loc="upper left")
+    return _save(fig, path)

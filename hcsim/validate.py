@@ -59,6 +59,38 @@ def format_validation(df: pd.DataFrame) -> str:
             f"90th percentile {100 * a['p90_abs_error']:.1f}%\n")
 
 
+def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
+    """Per (collective, size): is the predicted fastest algorithm the measured fastest?
+
+    Only cases where the measured fastest beats the runner-up by more than ``margin`` count.
+    Algorithms are told apart by ``mpi_algorithm`` when present (two Open MPI algorithms
+    can map to one hcsim schedule); the prediction agrees when the measured winner's
+    predicted time is the smallest predicted (ties included).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"collective": ["allreduce"] * 2, "size_bytes": [1024] * 2,
+    ...                    "algorithm": ["ring", "hd"], "time_us": [100.0, 200.0],
+    ...                    "predicted_us": [110.0, 150.0]})
+    >>> fastest_agreement(df)[["measured_fastest", "predicted_fastest", "agree"]].values.tolist()
+    [['ring', 'ring', True]]
+    """
+    key = "mpi_algorithm" if "mpi_algorithm" in df.columns else "algorithm"
+    rows = []
+    for (coll, size), g in df.groupby(["collective", "size_bytes"]):
+        if len(g) < 2:
+            continue
+        t = g.set_index(key)["time_us"].sort_values()
+        if t.iloc[1] <= t.iloc[0] * (1 + margin):
+            continue
+        pred = g.set_index(key)["predicted_us"]
+        rows.append({"collective": coll, "size_bytes": int(size), "measured_fastest": t.index[0],
+                     "predicted_fastest": pred.idxmin(), "measured_margin": t.iloc[1] / t.iloc[0] - 1,
+                     "agree": bool(pred[t.index[0]] <= pred.min() * (1 + 1e-9))})
+    return pd.DataFrame(rows, columns=["collective", "size_bytes", "measured_fastest", "predicted_fastest",
+                                       "measured_margin", "agree"])
+
+
 def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048576), iterations: int = 3,
                  min_size: int = 65536) -> pd.DataFrame:
     """Bring up a namespace testbed, calibrate on point-to-point probes only, then measure
@@ -69,34 +101,29 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     predicted fastest algorithm is the measured fastest where the measured ones differ by
     more than 15%.
     """
-    from .backends.mpi import COLL_TUNED, calibrated_topology, fit_point_to_point, run_mpi_sweep
+    from .backends.mpi import calibrated_topology, fit_point_to_point, mpi_algorithms, run_mpi_sweep
     from .testbed import Testbed, parse_testbed
 
     spec = parse_testbed(testbed_text)
+    plan = {op: mpi_algorithms(op, algos) for op in ops}  # bad names fail before the testbed is up
     rows = []
     with Testbed(spec) as tb:
         fit = fit_point_to_point(tb, iterations=iterations)
         topo = calibrated_topology(tb, fit)
-        for op in ops:
-            chosen = [a for (c, a) in COLL_TUNED if c == op] if algos == "all" else list(algos)
+        for op, chosen in plan.items():
             for algo in chosen:
                 measured = run_mpi_sweep(tb, op, sizes, algo, iterations)
                 for _, m in measured.iterrows():
-                    pred = simulate(topo, op, int(m.size_bytes), algo).time_us
-                    rows.append({"collective": op, "algorithm": algo, "size_bytes": int(m.size_bytes),
-                                 "time_us": float(m.time_us), "predicted_us": pred,
-                                 "error": pred / float(m.time_us) - 1})
+                    pred = simulate(topo, op, int(m.size_bytes), algo.hcsim).time_us
+                    rows.append({"collective": op, "mpi_algorithm": algo.name, "algorithm": algo.hcsim,
+                                 "size_bytes": int(m.size_bytes), "time_us": float(m.time_us),
+                                 "predicted_us": pred, "error": pred / float(m.time_us) - 1})
     df = pd.DataFrame(rows)
     sel = df[df["size_bytes"] >= min_size]["error"].abs()
-    agree = []
-    for _, g in df.groupby(["collective", "size_bytes"]):
-        if len(g) < 2:
-            continue
-        t = g.set_index("algorithm")["time_us"].sort_values()
-        if t.iloc[1] > t.iloc[0] * 1.15:  # the measured winner is clear
-            agree.append(bool(g.set_index("algorithm")["predicted_us"].idxmin() == t.index[0]))
+    agree = fastest_agreement(df)
     df.attrs.update(median_abs_error=float(sel.median()), p90_abs_error=float(sel.quantile(0.9)),
                     points=int(len(sel)), topology=topo.name,
                     fit={k: v for k, v in fit.items() if k != "probes_s"},
-                    fastest_agreement=f"{sum(agree)}/{len(agree)}")
+                    fastest_agreement=f"{sum(agree.agree)}/{len(agree)}")
+    df.attrs["fastest"] = agree
     return df

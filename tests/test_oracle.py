@@ -55,6 +55,21 @@ def test_closed_forms_match_hccl_documented_formulas():
     assert cost("alltoall", "pairwise") == pytest.approx((p - 1) * a + (p - 1) * n / p * b)
     assert cost("allgather", "hd") == pytest.approx(3 * a + (p - 1) / p * n * b)  # Thakur: lg p a + (p-1)/p n b
     assert cost("broadcast", "tree") == pytest.approx(3 * (a + n * b))
+    assert cost("broadcast", "bmtree") == pytest.approx(3 * (a + n * b))
+    assert cost("allreduce", "rd") == pytest.approx(3 * (a + n * (b + g)))  # Thakur: lg p (a + n b + n g)
+    assert cost("allreduce", "rd", 6) == pytest.approx(3 * (a + n * (b + g)) + a + n * b)  # 2 levels + fold, unfold
+
+
+def test_open_mpi_binomial_broadcast_shares_each_senders_link():
+    # hand-worked, p = 8 on one switch, links B: the root's 3 sends share its link (3 n/B),
+    # then rank 1 sends to 3 and 5 together (2 n/B), then rank 3 to 7 (n/B): 6 n/B in all,
+    # where the one-child-per-step binomial tree takes 3 n/B
+    from hcsim.topology import single_switch
+
+    bw, n = 1e9, 1 << 20
+    topo = single_switch(8, bw)
+    assert hcsim.simulate(topo, "broadcast", n, "bmtree", verify=True).time_s == pytest.approx(6 * n / bw)
+    assert hcsim.simulate(topo, "broadcast", n, "tree").time_s == pytest.approx(3 * n / bw)
 
 
 def test_uneven_sizes_stay_within_a_byte_per_chunk_of_the_closed_form():

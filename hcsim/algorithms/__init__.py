@@ -1,11 +1,13 @@
 """Algorithms: one module per algorithm, registered per collective.
 
 Importing this package registers ring, mesh, hd (recursive halving-doubling), nhr and nb
-(HCCL's nonuniform algorithms), star, double_ring, tree (binomial) and pairwise.
+(HCCL's nonuniform algorithms), star, double_ring, tree (binomial), bmtree (Open MPI's
+binomial broadcast), rd (recursive doubling AllReduce) and pairwise.
 """
 
 from . import (  # noqa: F401
     ahc,
+    bmtree,
     double_ring,
     hd,
     hierarchy,
@@ -13,6 +15,7 @@ from . import (  # noqa: F401
     nonuniform,
     pairwise,
     pipeline,
+    rd,
     ring,
     star,
     tree,

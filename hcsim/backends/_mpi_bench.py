@@ -1,4 +1,8 @@
-"""Run under mpirun: time one collective over sizes; rank 0 prints CSV rows (size,time_us)."""
+"""Run under mpirun: time one MPI call over sizes; rank 0 prints CSV rows (size,time_us).
+
+Each size: one warm-up, then ``iters`` runs each after a barrier; a run's time is the
+slowest rank's, and the row is the median run (robust to a descheduled rank on a
+machine with fewer cores than ranks)."""
 
 import sys
 import time
@@ -18,13 +22,16 @@ def make_op(comm, collective: str, size: int):
     if collective == "allgather":
         send, recv = np.ones(per_rank, np.uint8), np.empty(per_rank * p, np.uint8)
         return lambda: comm.Allgather(send, recv)
-    if collective == "reducescatter":
+    if collective == "reduce_scatter_block":
         send, recv = np.ones(per_rank * p, np.uint8), np.empty(per_rank, np.uint8)
         return lambda: comm.Reduce_scatter_block(send, recv, op=MPI.SUM)
+    if collective == "reduce_scatter":  # the vector form: coll_tuned's ring lives here
+        send, recv = np.ones(per_rank * p, np.uint8), np.empty(per_rank, np.uint8)
+        return lambda: comm.Reduce_scatter(send, recv, [per_rank] * p, op=MPI.SUM)
     if collective == "alltoall":
         send, recv = np.ones(per_rank * p, np.uint8), np.empty(per_rank * p, np.uint8)
         return lambda: comm.Alltoall(send, recv)
-    if collective == "broadcast":
+    if collective == "bcast":
         buf = np.ones(whole, np.uint8)
         return lambda: comm.Bcast(buf, root=0)
     # point-to-point probes for calibration: rank 0 -> 1 only; 0 <-> 1; every rank r -> r+1
@@ -64,15 +71,16 @@ def main():
     for size in sizes:
         op = make_op(comm, collective, size)
         op()  # warm-up
-        total = 0.0
-        for _ in range(iters):
+        mine = np.empty(iters)
+        for k in range(iters):
             comm.Barrier()
             t0 = time.perf_counter()
             op()
-            total += time.perf_counter() - t0
-        worst = comm.reduce(total / iters, op=MPI.MAX, root=0)
+            mine[k] = time.perf_counter() - t0
+        slowest = np.empty(iters) if comm.rank == 0 else None
+        comm.Reduce(mine, slowest, op=MPI.MAX, root=0)
         if comm.rank == 0:
-            print(f"{size},{worst * 1e6:.3f}", flush=True)
+            print(f"{size},{float(np.median(slowest)) * 1e6:.3f}", flush=True)
 
 
 if __name__ == "__main__":

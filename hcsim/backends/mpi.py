@@ -15,32 +15,88 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR
 from ..errors import ConfigError
 
-COLL_TUNED = {
-    # (collective, hcsim algorithm): (coll_tuned parameter, Open MPI algorithm id, its name)
-    ("allreduce", "ring"): ("allreduce", 4, "ring"),
-    ("allreduce", "hd"): ("allreduce", 6, "rabenseifner"),
-    ("allgather", "ring"): ("allgather", 4, "ring"),
-    ("allgather", "hd"): ("allgather", 3, "recursive_doubling"),
-    ("allgather", "nb"): ("allgather", 2, "bruck"),
-    ("reducescatter", "hd"): ("reduce_scatter_block", 3, "recursive_halving"),
-    ("alltoall", "pairwise"): ("alltoall", 2, "pairwise"),
-    ("alltoall", "mesh"): ("alltoall", 1, "linear"),
-    ("broadcast", "tree"): ("bcast", 6, "binomial"),
-    ("broadcast", "ring"): ("bcast", 2, "chain"),  # with one chain (EXTRA_MCA): the ring schedule
-    ("broadcast", "star"): ("bcast", 1, "linear"),
-}
-"""Which coll_tuned algorithm does the same communication as an hcsim algorithm."""
 
-EXTRA_MCA = {("broadcast", "ring"): {"coll_tuned_bcast_algorithm_chain_fanout": "1"}}
-"""Parameters that make Open MPI's algorithm match hcsim's schedule (its chain broadcast runs
-4 chains from the root by default)."""
+@dataclass(frozen=True)
+class MpiAlgorithm:
+    """One Open MPI coll_tuned algorithm and the hcsim algorithm doing the same communication.
+
+    Attributes
+    ----------
+    collective : str
+        hcsim's collective name.
+    name : str
+        Open MPI's name for the algorithm (``ompi_info --param coll tuned --level 9``).
+    hcsim : str
+        The hcsim algorithm with the same transfers.
+    call : str
+        The MPI call the bench makes (``Reduce_scatter`` for the ring, whose coll_tuned
+        parameter belongs to the vector form).
+    param : str
+        The coll_tuned parameter stem (``coll_tuned_<param>_algorithm``).
+    ompi_id : int
+        The algorithm's number for that parameter.
+    extra_mca : tuple of (str, str)
+        Parameters that make Open MPI's algorithm match the hcsim schedule.
+    """
+
+    collective: str
+    name: str
+    hcsim: str
+    call: str
+    param: str
+    ompi_id: int
+    extra_mca: tuple = ()
+
+
+MPI_ALGORITHMS = (
+    MpiAlgorithm("allreduce", "ring", "ring", "allreduce", "allreduce", 4),
+    # segments of 64 KiB pipeline each ring block; the transfers are the ring's
+    MpiAlgorithm("allreduce", "segmented_ring", "ring", "allreduce", "allreduce", 5,
+                 (("coll_tuned_allreduce_algorithm_segmentsize", "65536"),)),
+    MpiAlgorithm("allreduce", "recursive_doubling", "rd", "allreduce", "allreduce", 3),
+    MpiAlgorithm("allreduce", "rabenseifner", "hd", "allreduce", "allreduce", 6),
+    MpiAlgorithm("allgather", "ring", "ring", "allgather", "allgather", 4),
+    MpiAlgorithm("allgather", "recursive_doubling", "hd", "allgather", "allgather", 3),
+    MpiAlgorithm("allgather", "bruck", "nb", "allgather", "allgather", 2),
+    MpiAlgorithm("reducescatter", "recursive_halving", "hd", "reduce_scatter_block", "reduce_scatter_block", 3),
+    MpiAlgorithm("reducescatter", "ring", "ring", "reduce_scatter", "reduce_scatter", 3),
+    MpiAlgorithm("alltoall", "pairwise", "pairwise", "alltoall", "alltoall", 2),
+    MpiAlgorithm("alltoall", "linear", "mesh", "alltoall", "alltoall", 1),
+    # one segment (segmentsize 0, the forced default): every node isends to all its children
+    MpiAlgorithm("broadcast", "binomial", "bmtree", "bcast", "bcast", 6),
+    # Open MPI's chain runs 4 chains from the root unless told to run one: the ring schedule
+    MpiAlgorithm("broadcast", "chain", "ring", "bcast", "bcast", 2,
+                 (("coll_tuned_bcast_algorithm_chain_fanout", "1"),)),
+    MpiAlgorithm("broadcast", "linear", "star", "bcast", "bcast", 1),
+)
+"""Which coll_tuned algorithm does the same communication as which hcsim algorithm."""
+
+
+def mpi_algorithms(collective: str, names="all") -> list[MpiAlgorithm]:
+    """The table's entries for ``collective``: all, or those named (Open MPI or hcsim names)."""
+    mine = [a for a in MPI_ALGORITHMS if a.collective == collective]
+    if not mine:
+        known = sorted({a.collective for a in MPI_ALGORITHMS})
+        raise ConfigError(f"op = {collective!r}: no Open MPI mapping; allowed: {', '.join(known)}")
+    if names == "all":
+        return mine
+    out = []
+    for n in names:
+        hit = [a for a in mine if n in (a.name, a.hcsim)]
+        if not hit:
+            allowed = ", ".join(f"{a.name} ({a.hcsim})" for a in mine)
+            raise ConfigError(f"algos = {n!r}: no Open MPI algorithm for {collective}; allowed: {allowed}")
+        out += [a for a in hit if a not in out]
+    return out
 
 
 def available() -> str | None:
@@ -56,23 +112,61 @@ def available() -> str | None:
     return None
 
 
+NICE: list = []
+TRANSPORT_MCA: dict = {}
+"""Open MPI transport parameters every run gets."""
+
+
 PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout")
 """Point-to-point probes: 0 -> 1 alone; 0 <-> 1 at once; every r -> r+1 at once (ring-like);
 0 -> every other rank at once (fan-out)."""
 
 
-def run_mpi_sweep(testbed, collective: str, sizes, algorithm: str, iterations: int = 5,
-                  timeout_s: float = 600) -> pd.DataFrame:
-    """Measure ``collective`` with ``algorithm`` forced, on every size, on ``testbed``
-    (``collective`` may also be one of :data:`PROBES`, with ``algorithm="p2p"``)."""
-    key = (collective, algorithm)
-    if key not in COLL_TUNED and collective not in PROBES:
-        known = ", ".join(f"{c}/{a}" for c, a in COLL_TUNED)
-        raise ConfigError(f"algorithm = {collective}/{algorithm}: no Open MPI equivalent; known: {known}")
+def _resolve(collective: str, algorithm) -> MpiAlgorithm:
+    if isinstance(algorithm, MpiAlgorithm):
+        return algorithm
+    mine = mpi_algorithms(collective)
+    exact = [a for a in mine if a.name == algorithm] or [a for a in mine if a.hcsim == algorithm]
+    if not exact:
+        mpi_algorithms(collective, [algorithm])  # raises the one-line error naming what is allowed
+    return exact[0]
+
+
+def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 5,
+                  timeout_s: float = 600, mca: dict | None = None) -> pd.DataFrame:
+    """Measure ``collective`` with one coll_tuned algorithm forced, on every size.
+
+    Parameters
+    ----------
+    testbed : hcsim.testbed.Testbed
+        A running testbed; one rank per host.
+    collective : str
+        hcsim's collective name, or one of :data:`PROBES` (with ``algorithm="p2p"``).
+    sizes : sequence of int
+        Bytes, in nccl-tests' convention (the whole buffer; per-rank blocks are size / p).
+    algorithm : str or MpiAlgorithm
+        Open MPI's name (``"rabenseifner"``) or the hcsim name it maps to (``"hd"``).
+    iterations : int
+        Timed runs per size after one warm-up; each run starts after a barrier, its time is
+        the slowest rank's, and the row reports the median over runs.
+    timeout_s : float
+        Give up (one-line error) after this long.
+    mca : dict, optional
+        More Open MPI parameters (default: :data:`TRANSPORT_MCA`).
+
+    Returns
+    -------
+    DataFrame
+        :func:`hcsim.sweep`'s columns with ``mode="measured"``, ``algorithm`` the hcsim
+        algorithm and ``mpi_algorithm`` Open MPI's.
+    """
+    if collective in PROBES:
+        algo = MpiAlgorithm(collective, "p2p", "p2p", collective, "allreduce", 0)
+    else:
+        algo = _resolve(collective, algorithm)
     why = available()
     if why:
         raise ConfigError(f"backend mpi: {why}")
-    param, alg_id, _ = COLL_TUNED.get(key, ("allreduce", 0, "default"))
     bindir = Path(sys.executable).parent
     with tempfile.TemporaryDirectory(prefix="hcsim-mpi-") as tmp:
         agent = Path(tmp) / "agent.sh"
@@ -82,16 +176,21 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm: str, iterations: i
         hostfile = Path(tmp) / "hosts"
         hostfile.write_text("".join(f"{h} slots=1\n" for h in testbed.hosts))
         subnet = "10.77.0.0/24"
-        cmd = [str(bindir / "mpirun"), "--allow-run-as-root", "-n", str(len(testbed.hosts)), "--hostfile",
+        cmd = [*NICE, str(bindir / "mpirun"), "--allow-run-as-root", "-n", str(len(testbed.hosts)), "--hostfile",
                str(hostfile), "--prtemca", "plm_ssh_agent", str(agent), "--prtemca", "oob_tcp_if_include", subnet,
                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
                "--mca", "coll", "basic,libnbc,tuned,self", "--mca", "mpi_yield_when_idle", "1",
-               "--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", f"coll_tuned_{param}_algorithm", str(alg_id),
-               *[x for k, v in EXTRA_MCA.get(key, {}).items() for x in ("--mca", k, v)],
-               str(sys.executable), "-m", "hcsim.backends._mpi_bench", collective,
+               "--mca", "coll_tuned_use_dynamic_rules", "1",
+               "--mca", f"coll_tuned_{algo.param}_algorithm", str(algo.ompi_id),
+               *[x for k, v in algo.extra_mca for x in ("--mca", k, v)],
+               *[x for k, v in (TRANSPORT_MCA if mca is None else mca).items() for x in ("--mca", k, str(v))],
+               str(sys.executable), "-m", "hcsim.backends._mpi_bench", algo.call,
                ",".join(str(int(s)) for s in sizes), str(iterations)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        except subprocess.TimeoutExpired:
+            raise ConfigError(f"backend mpi: {collective}/{algo.name} did not finish in {timeout_s:g} s") from None
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise ConfigError(f"backend mpi: mpirun exited {proc.returncode}: {last}")
@@ -103,36 +202,67 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm: str, iterations: i
         size, t_us = line.split(",")
         algbw = int(size) / (float(t_us) * 1e-6) / 1e9
         factor = BUSBW_FACTOR[collective](p) if collective in BUSBW_FACTOR else 1.0
-        rows.append({"collective": collective, "algorithm": algorithm, "mode": "measured", "ranks": p,
+        rows.append({"collective": collective, "algorithm": algo.hcsim, "mode": "measured", "ranks": p,
                      "size_bytes": int(size), "time_us": float(t_us), "algbw_GBps": algbw,
-                     "busbw_GBps": algbw * factor})
+                     "busbw_GBps": algbw * factor, "mpi_algorithm": algo.name})
     return pd.DataFrame(rows)
 
 
-def fit_point_to_point(testbed, small: int = 1024, large: int = 1 << 20, iterations: int = 5) -> dict:
+def fit_line_log(sizes, times_s) -> tuple[float, float, float]:
+    """Fit ``t = c + s n`` by least squares on log time (Gauss-Newton from the
+    relative-error solution); returns ``(c, s, rms_log_residual)``.
+
+    Examples
+    --------
+    >>> c, s, rms = fit_line_log([1e3, 1e4, 1e5], [1e-3 + 1e-8 * n for n in (1e3, 1e4, 1e5)])
+    >>> round(c * 1e3, 6), round(s * 1e8, 6), rms < 1e-9
+    (1.0, 1.0, True)
+    """
+    n, t = np.asarray(sizes, float), np.asarray(times_s, float)
+    a = np.column_stack([np.ones_like(n), n]) / t[:, None]
+    c, s = np.linalg.lstsq(a, np.ones_like(t), rcond=None)[0]
+    for _ in range(20):
+        model = np.maximum(c + s * n, 1e-12)
+        r = np.log(model) - np.log(t)
+        j = np.column_stack([1 / model, n / model])
+        dc, ds = np.linalg.lstsq(j, -r, rcond=None)[0]
+        c, s = c + dc, s + ds
+        if abs(dc) < 1e-15 and abs(ds) < 1e-18:
+            break
+    rms = float(np.sqrt(np.mean((np.log(np.maximum(c + s * n, 1e-12)) - np.log(t)) ** 2)))
+    return float(c), float(s), rms
+
+
+PROBE_SIZES = (4096, 16384, 65536, 262144, 1048576)
+"""Sizes each probe runs at: the line through them separates per-message cost from rate."""
+
+
+def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 5) -> dict:
     """Calibrate the testbed's endpoint model from point-to-point probes only.
 
-    Returns ``alpha_s`` (one-way small-message time), ``rate_Bps`` (large one-way),
-    ``exchange_Bps`` (what a 0 <-> 1 exchange moves in both directions together),
-    ``engine_Bps`` (what a rank sends plus receives in the ring-like shift) and
-    ``fanout_Bps`` (what rank 0 sends to all the others at once, together), each from
-    the difference between the large and small probe, so the per-message cost cancels.
+    Each probe (:data:`PROBES`) is measured at ``sizes`` and fitted with ``t = c + s n`` in
+    log space (:func:`fit_line_log`). The slopes give the rates: ``rate_Bps`` (one-way),
+    ``exchange_Bps`` (a 0 <-> 1 exchange, both directions together), ``engine_Bps`` (what a
+    rank sends plus receives in the ring-like shift) and ``fanout_Bps`` (what rank 0 sends to
+    all the others at once). The per-message cost ``alpha_s`` is the shift probe's intercept:
+    there, as in a collective's step, every rank is sending and receiving at once (with 8
+    ranks on 2 cores, an idle rank's cost is not a busy one's).
     """
-    out = {}
+    lines, probes = {}, {}
     for probe in PROBES:
-        df = run_mpi_sweep(testbed, probe, [small, large], "p2p", iterations)
-        t_small, t_large = (float(df.loc[df.size_bytes == s, "time_us"].iloc[0]) * 1e-6 for s in (small, large))
-        out[probe] = (t_small, t_large)
-    one_s, one_l = out["p2p_oneway"]
-    rate = (large - small) / (one_l - one_s)
-    ex_s, ex_l = out["p2p_exchange"]
-    sh_s, sh_l = out["p2p_shift"]
-    fo_s, fo_l = out["p2p_fanout"]
+        df = run_mpi_sweep(testbed, probe, sizes, "p2p", iterations)
+        t = df["time_us"].to_numpy() * 1e-6
+        probes[probe] = [[int(n), float(x)] for n, x in zip(df["size_bytes"], t, strict=True)]
+        lines[probe] = fit_line_log(df["size_bytes"].to_numpy(), t)
     peers = len(testbed.hosts) - 1
-    return {"alpha_s": one_s - small / rate, "rate_Bps": rate,
-            "exchange_Bps": 2 * (large - small) / (ex_l - ex_s),
-            "engine_Bps": 2 * (large - small) / (sh_l - sh_s),
-            "fanout_Bps": peers * (large - small) / (fo_l - fo_s), "probes_s": out}
+    return {"alpha_s": max(lines["p2p_shift"][0], 0.0),
+            "rate_Bps": 1 / lines["p2p_oneway"][1],
+            "exchange_Bps": 2 / lines["p2p_exchange"][1],
+            "engine_Bps": 2 / lines["p2p_shift"][1],
+            "fanout_Bps": peers / lines["p2p_fanout"][1],
+            "intercepts_s": {k: v[0] for k, v in lines.items()},
+            "rms_log_residual": {k: v[2] for k, v in lines.items()},
+            "probes_s": probes}
 
 
 def calibrated_topology(testbed, fit: dict):
@@ -147,7 +277,7 @@ def calibrated_topology(testbed, fit: dict):
                  "netns testbed calibrated from point-to-point probes",
                  ExecutionDefaults(step_overhead_s=max(fit["alpha_s"], 0.0)),
                  provenance={"calibration": {k: v for k, v in fit.items() if k != "probes_s"},
-                             "probes_s": {k: list(v) for k, v in fit["probes_s"].items()}})
+                             "probes_s": fit["probes_s"]})
     for k in range(s.leaves):
         t.add_node(f"leaf{k}", "switch")
     if s.leaves > 1:
@@ -163,3 +293,39 @@ def calibrated_topology(testbed, fit: dict):
                                      engine_Bps=min(fit["engine_Bps"], 2 * rate)))
         t.add_link(f"npu{i}", f"leaf{s.leaf_of(i)}", LinkSpec(rate, 0.0, "eth"))
     return t
+
+
+class MpiBackend:
+    """The :class:`~hcsim.backends.base.Backend` interface over :func:`run_mpi_sweep`.
+
+    Parameters
+    ----------
+    testbed : hcsim.testbed.Testbed
+        A running testbed (one rank per host).
+
+    Examples
+    --------
+    >>> MpiBackend(None).algorithms("allreduce")
+    ['ring', 'segmented_ring', 'recursive_doubling', 'rabenseifner']
+    """
+
+    name = "mpi"
+
+    def __init__(self, testbed=None):
+        self.testbed = testbed
+
+    def available(self) -> str | None:
+        return available() or (None if self.testbed is not None else "needs a running testbed")
+
+    def algorithms(self, collective: str) -> list[str]:
+        return [a.name for a in mpi_algorithms(collective)]
+
+    def run(self, collective: str, sizes, algorithm: str | None = None, ranks: int | None = None,
+            iterations: int = 5) -> pd.DataFrame:
+        why = self.available()
+        if why:
+            raise ConfigError(f"backend mpi: {why}")
+        if ranks not in (None, len(self.testbed.hosts)):
+            raise ConfigError(f"ranks = {ranks}: the testbed has {len(self.testbed.hosts)} hosts (one rank each)")
+        algo = algorithm if algorithm not in (None, "auto") else self.algorithms(collective)[0]
+        return run_mpi_sweep(self.testbed, collective, sizes, algo, iterations)

@@ -25,6 +25,9 @@ from ..errors import ConfigError, bad_value
 
 SUBNET = "10.77.0"
 PREFIX_RE = re.compile(r"^hcs(\d+)")
+TCP_SYSCTLS = {"net.ipv4.tcp_slow_start_after_idle": "0"}
+"""Per-namespace TCP settings (they change nothing outside the testbed): a collective's
+next step on a connection should not restart slow start after a pause."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,8 @@ class Testbed:
             _run("ip", "netns", "exec", ns, "ip", "addr", "add", f"{addr}/24", "dev", "eth0")
             _run("ip", "netns", "exec", ns, "ip", "link", "set", "eth0", "up")
             _run("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            for key, value in TCP_SYSCTLS.items():
+                _run("ip", "netns", "exec", ns, "sysctl", "-q", "-w", f"{key}={value}", check=False)
             self._tbf("eth0", s.rate_mbit, ns)   # host -> switch
             self._tbf(peer, s.rate_mbit)        # switch -> host
 
@@ -217,3 +222,51 @@ class Testbed:
             t.add_npu(f"npu{i}", NpuSpec(server=i, injection_Bps=rate, half_duplex=True))
             t.add_link(f"npu{i}", f"leaf{s.leaf_of(i)}", LinkSpec(rate, 0.0, "eth"))
         return t
+
+
+_RECEIVER = """
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen(1); print("ready", flush=True)
+c, _ = s.accept(); got = 0; t0 = None
+while True:
+    b = c.recv(1 << 16)
+    if not b:
+        break
+    t0 = t0 or time.perf_counter(); got += len(b)
+print(got, time.perf_counter() - t0, flush=True)
+"""
+_SENDER = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2]))); c.sendall(b"x" * int(sys.argv[3])); c.close()
+"""
+
+
+def check_testbed(tb, nbytes: int = 1 << 21, port: int = 17771, timeout_s: float = 60) -> list[dict]:
+    """Send ``nbytes`` over TCP from every host to the next (one pair at a time) and return
+    the one-way rate each pair reached, so a shaped link can be seen to run at its rate.
+
+    The time runs from the first byte to the last at the receiver, so connection set-up and
+    the tbf bucket's initial burst count for little at 2 MiB.
+    """
+    import sys
+
+    rows = []
+    n = len(tb.hosts)
+    for i in range(n):
+        j = (i + 1) % n
+        recv = subprocess.Popen(["ip", "netns", "exec", tb.hosts[j], sys.executable, "-c", _RECEIVER, str(port)],
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            if recv.stdout.readline().strip() != "ready":
+                raise ConfigError(f"testbed: receiver in {tb.hosts[j]} did not start")
+            _run("ip", "netns", "exec", tb.hosts[i], sys.executable, "-c", _SENDER, tb.addresses[j], str(port),
+                 str(nbytes))
+            out, _ = recv.communicate(timeout=timeout_s)
+        finally:
+            if recv.poll() is None:
+                recv.kill()
+        got, secs = out.split()
+        rows.append({"src": tb.hosts[i], "dst": tb.hosts[j], "bytes": int(got),
+                     "Mbit_s": int(got) * 8 / float(secs) / 1e6})
+    return rows
