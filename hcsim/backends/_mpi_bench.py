@@ -34,7 +34,7 @@ def make_op(comm, collective: str, size: int):
     if collective == "bcast":
         buf = np.ones(whole, np.uint8)
         return lambda: comm.Bcast(buf, root=0)
-    # point-to-point probes for calibration: rank 0 -> 1 only; 0 <-> 1; every rank r -> r+1
+    # point-to-point probes for calibration (hcsim.backends.mpi.PROBES)
     if collective == "p2p_fanout":  # rank 0 sends to every other rank at once
         send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
 
@@ -55,11 +55,13 @@ def make_op(comm, collective: str, size: int):
                     comm.Send(send, dest=1)
                 elif r == 1:
                     comm.Recv(recv, source=0)
-            elif collective == "p2p_exchange":
-                if r in (0, 1):
-                    comm.Sendrecv(send, dest=1 - r, recvbuf=recv, source=1 - r)
-            else:
-                comm.Sendrecv(send, dest=(r + 1) % p, recvbuf=recv, source=(r - 1) % p)
+            elif collective == "p2p_exchange":  # pairs (2i, 2i+1) at once, p - 1 times back to back
+                if r ^ 1 < p:
+                    for _ in range(p - 1):
+                        comm.Sendrecv(send, dest=r ^ 1, recvbuf=recv, source=r ^ 1)
+            else:  # every rank to the next at once, p - 1 times back to back
+                for _ in range(p - 1):
+                    comm.Sendrecv(send, dest=(r + 1) % p, recvbuf=recv, source=(r - 1) % p)
 
         return probe
     raise SystemExit(f"collective {collective!r} not supported by the MPI bench")
