@@ -85,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     va = sub.add_parser("validate", help="predicted versus measured for a stored real output")
     va.add_argument("--measured", default=None, help="hccl_test output, nccl-tests output or CSV")
     va.add_argument("--topology", "-t", default=None, help="what the measurement ran on")
-    va.add_argument("--backend", default=None, help="mpi: measure on a namespace testbed (root)")
+    va.add_argument("--backend", default=None, help="mpi: measure on a namespace testbed (root); hccl, nccl: "
+                    "measure on this machine's NPUs / GPUs and predict on --topology")
     va.add_argument("--testbed", default="8x100mbit", help="HOSTSxRATEmbit[/Lleaves[/UPLINKmbit]]")
     va.add_argument("--ops", default="allreduce,allgather,reducescatter,alltoall,broadcast")
     va.add_argument("--algos", default="all", help="comma-separated hcsim algorithms, or all")
@@ -234,8 +235,10 @@ def _cmd_validate(a) -> int:
     if a.backend is not None:
         from .validate import validate_mpi
 
+        if a.backend in ("hccl", "nccl"):
+            return _validate_on_hardware(a)
         if a.backend != "mpi":
-            raise HcsimError(f"--backend = {a.backend!r}: mpi (hccl and nccl need their hardware)")
+            raise HcsimError(f"--backend = {a.backend!r}: allowed: hccl, mpi, nccl")
         sizes = [parse_size(x, "--sizes") for x in a.sizes.split(",")]
         ops = [x.strip() for x in a.ops.split(",") if x.strip()]
         algos = "all" if a.algos == "all" else [x.strip() for x in a.algos.split(",")]
@@ -253,6 +256,39 @@ def _cmd_validate(a) -> int:
     if measured["collective"].isna().any():
         raise HcsimError("--op: the measured file does not name its collective; pass --op")
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"))
+    print(format_validation(df), end="")
+    _validation_outputs(df, a)
+    return 0
+
+
+def _validate_on_hardware(a) -> int:
+    """Measure on this machine's NPUs (hccl) or GPUs (nccl), then predict each point on
+    ``--topology`` with the same algorithm."""
+    import pandas as pd
+
+    from .backends import get_backend
+    from .backends.nccl import HCSIM_EQUIVALENT
+    from .units import parse_size
+    from .validate import format_validation, validate_measured
+
+    backend = get_backend(a.backend)
+    why = backend.available()
+    if why:
+        print(f"backend {a.backend} skipped: {why}")
+        return 0
+    if a.topology is None:
+        raise HcsimError(f"validate --backend {a.backend}: --topology T (what this machine is) is required")
+    sizes = [parse_size(x, "--sizes") for x in a.sizes.split(",")]
+    parts = []
+    for op in [x.strip() for x in a.ops.split(",") if x.strip()]:
+        for algo in (["auto"] if a.algos == "all" else [x.strip() for x in a.algos.split(",")]):
+            measured = backend.run(op, sizes, algo, a.ranks, a.iterations)
+            same = HCSIM_EQUIVALENT.get(algo, "auto") if a.backend == "nccl" else algo
+            parts.append(validate_measured(measured, a.topology, same, parse_size(a.min_size, "--min-size")))
+    df = pd.concat(parts, ignore_index=True)
+    sel = df[df["size_bytes"] >= parse_size(a.min_size, "--min-size")]["error"].abs()
+    df.attrs.update(parts[0].attrs, median_abs_error=float(sel.median()), p90_abs_error=float(sel.quantile(0.9)),
+                    points=int(len(sel)))
     print(format_validation(df), end="")
     _validation_outputs(df, a)
     return 0
@@ -347,7 +383,7 @@ def _cmd_calibrate(a) -> int:
             topo = calibrated_topology(tb, fit)
         print(f"# point-to-point fit: one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f}"
               f" MB/s, send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
-              f"per message {fit['alpha_s'] * 1e6:.1f} us")
+              f"per step {fit['alpha_s'] * 1e6:.1f} us")
         print(f"# written to {save_topology(topo, a.out)}")
         return 0
     if a.measured is None or a.topology is None:

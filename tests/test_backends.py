@@ -89,3 +89,11 @@ def test_cli_measure_skips_in_one_line_without_an_npu(capsys):
     assert main(["measure", "--backend", "hccl", "--op", "allreduce", "-b", "8K", "-e", "64K"]) == 0
     out = capsys.readouterr()
     assert out.out.strip().startswith("backend hccl skipped:") and len(out.out.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(os.path.exists("/dev/davinci0"), reason="an NPU is present")
+def test_cli_validate_on_hardware_skips_in_one_line_without_an_npu(capsys):
+    from hcsim.cli import main
+
+    assert main(["validate", "--backend", "hccl", "--topology", "atlas800t-a2"]) == 0
+    assert capsys.readouterr().out.strip().startswith("backend hccl skipped: no Ascend NPU")

@@ -1,0 +1,67 @@
+"""The pieces of validation that need no testbed: the probe-line fit, the fastest-algorithm
+agreement, the Open MPI algorithm table, and the predicted-versus-measured plot."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hcsim
+from hcsim.backends.mpi import MPI_ALGORITHMS, MpiBackend, fit_line_log, mpi_algorithms
+from hcsim.validate import fastest_agreement
+
+
+def test_probe_line_fit_recovers_a_line_and_weighs_points_by_ratio():
+    n = np.array([4096, 16384, 65536, 262144, 1048576], float)
+    c, s, rms = fit_line_log(n, 2e-4 + n / 11.8e6)
+    assert c == pytest.approx(2e-4, rel=1e-9) and 1 / s == pytest.approx(11.8e6, rel=1e-9) and rms < 1e-12
+    # one point 2x off: in log space it shifts the small-size intercept, not the rate much
+    t = 2e-4 + n / 11.8e6
+    t[-1] *= 1.1
+    c2, s2, _ = fit_line_log(n, t)
+    assert 1 / s2 == pytest.approx(11.8e6, rel=0.12)
+
+
+def test_fastest_agreement_counts_only_clear_winners():
+    rows = []
+    for size, (t_ring, t_hd), (p_ring, p_hd) in [(1024, (100, 200), (110, 150)),   # clear, agree
+                                                  (2048, (100, 110), (300, 100)),   # within 15%: not counted
+                                                  (4096, (300, 100), (100, 200))]:  # clear, disagree
+        rows += [{"collective": "allreduce", "size_bytes": size, "algorithm": "ring", "time_us": t_ring,
+                  "predicted_us": p_ring},
+                 {"collective": "allreduce", "size_bytes": size, "algorithm": "hd", "time_us": t_hd,
+                  "predicted_us": p_hd}]
+    got = fastest_agreement(pd.DataFrame(rows))
+    assert got[["size_bytes", "measured_fastest", "predicted_fastest", "agree"]].values.tolist() == [
+        [1024, "ring", "ring", True], [4096, "hd", "ring", False]]
+
+
+def test_two_open_mpi_algorithms_on_one_schedule_tie_rather_than_disagree():
+    df = pd.DataFrame({"collective": ["allreduce"] * 3, "size_bytes": [1] * 3,
+                       "mpi_algorithm": ["ring", "segmented_ring", "rabenseifner"], "algorithm": ["ring", "ring", "hd"],
+                       "time_us": [100.0, 130.0, 200.0], "predicted_us": [90.0, 90.0, 150.0]})
+    assert fastest_agreement(df)["agree"].tolist() == [True]
+
+
+def test_open_mpi_table_maps_to_registered_hcsim_algorithms():
+    from hcsim.algorithms import REGISTRY
+
+    for a in MPI_ALGORITHMS:
+        assert a.hcsim in REGISTRY[a.collective], a
+    assert [a.name for a in mpi_algorithms("allreduce", ["hd"])] == ["rabenseifner"]
+    assert MpiBackend(None).algorithms("broadcast") == ["binomial", "chain", "linear"]
+    with pytest.raises(hcsim.ConfigError, match="algos = 'warp'.*allowed: ring"):
+        mpi_algorithms("allgather", ["warp"])
+    with pytest.raises(hcsim.ConfigError, match="op = 'scatter'"):
+        mpi_algorithms("scatter")
+
+
+def test_cli_validate_measured_writes_the_plot(tmp_path, capsys):
+    from pathlib import Path
+
+    from hcsim.cli import main
+
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "ascend910b_8npu_measured.csv"
+    out = tmp_path / "pvm.png"
+    assert main(["validate", "--measured", str(data), "--topology", "atlas800t-a2", "--plot", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    assert "median |error|" in capsys.readouterr().out
