@@ -60,6 +60,24 @@ def test_closed_forms_match_hccl_documented_formulas():
     assert cost("allreduce", "rd", 6) == pytest.approx(3 * (a + n * (b + g)) + a + n * b)  # 2 levels + fold, unfold
 
 
+def test_rabenseifner_keeps_the_big_halves_between_neighbours():
+    # same bytes as H-D_R, distances reversed: equal on one switch; on a leaf-spine with a thin
+    # uplink (leaves of 4) H-D_R sends n/2 per rank across it first, Rabenseifner only n/8
+    from hcsim.topology import leaf_spine, single_switch
+
+    n = 1 << 20
+    flat = single_switch(8, 1e9)
+    assert hcsim.simulate(flat, "allreduce", n, "rabenseifner", verify=True).time_s == pytest.approx(
+        hcsim.simulate(flat, "allreduce", n, "hd").time_s, rel=1e-12)
+    thin = leaf_spine(2, 4, 1, 1e9, oversubscription=4)  # hosts 1 GB/s, each leaf's uplink 1 GB/s
+    fast = hcsim.simulate(thin, "allreduce", n, "rabenseifner", verify=True).time_s
+    slow = hcsim.simulate(thin, "allreduce", n, "hd").time_s
+    # hand-worked, RS then its mirror AG: distance 1 (n/2), 2 (n/4), then 4 across the uplink,
+    # which the leaf's 4 ranks share (4 x n/8) -- against 4 x n/2 across it first, then n/4, n/8
+    assert fast == pytest.approx(2 * (n / 2 + n / 4 + 4 * n / 8) / 1e9, rel=1e-9)
+    assert slow == pytest.approx(2 * (4 * n / 2 + n / 4 + n / 8) / 1e9, rel=1e-9)
+
+
 def test_open_mpi_binomial_broadcast_shares_each_senders_link():
     # hand-worked, p = 8 on one switch, links B: the root's 3 sends share its link (3 n/B),
     # then rank 1 sends to 3 and 5 together (2 n/B), then rank 3 to 7 (n/B): 6 n/B in all,

@@ -47,7 +47,7 @@ def test_open_mpi_table_maps_to_registered_hcsim_algorithms():
 
     for a in MPI_ALGORITHMS:
         assert a.hcsim in REGISTRY[a.collective], a
-    assert [a.name for a in mpi_algorithms("allreduce", ["hd"])] == ["rabenseifner"]
+    assert [a.name for a in mpi_algorithms("allreduce", ["rd"])] == ["recursive_doubling"]
     assert MpiBackend(None).algorithms("broadcast") == ["binomial", "chain", "linear"]
     with pytest.raises(hcsim.ConfigError, match="algos = 'warp'.*allowed: ring"):
         mpi_algorithms("allgather", ["warp"])

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     nonuniform,
     pairwise,
     pipeline,
+    rabenseifner,
     rd,
     ring,
     star,

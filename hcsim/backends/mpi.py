@@ -63,7 +63,8 @@ MPI_ALGORITHMS = (
     MpiAlgorithm("allreduce", "segmented_ring", "ring", "allreduce", "allreduce", 5,
                  (("coll_tuned_allreduce_algorithm_segmentsize", "65536"),)),
     MpiAlgorithm("allreduce", "recursive_doubling", "rd", "allreduce", "allreduce", 3),
-    MpiAlgorithm("allreduce", "rabenseifner", "hd", "allreduce", "allreduce", 6),
+    # neighbours first: HCCL's H-D_R (hcsim "hd") moves the same bytes with the distances reversed
+    MpiAlgorithm("allreduce", "rabenseifner", "rabenseifner", "allreduce", "allreduce", 6),
     MpiAlgorithm("allgather", "ring", "ring", "allgather", "allgather", 4),
     MpiAlgorithm("allgather", "recursive_doubling", "hd", "allgather", "allgather", 3),
     MpiAlgorithm("allgather", "bruck", "nb", "allgather", "allgather", 2),
