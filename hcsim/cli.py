@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--ops", default="allreduce,allgather,reducescatter,alltoall,broadcast")
     va.add_argument("--algos", default="all", help="comma-separated hcsim algorithms, or all")
     va.add_argument("--sizes", default="64K,256K,1M")
-    va.add_argument("--iterations", type=int, default=3)
+    va.add_argument("--iterations", type=int, default=5, help="timed runs per point and per probe size")
     va.add_argument("--op", default=None, help="collective (when the file does not say)")
     va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")

@@ -2,7 +2,8 @@
 
 Importing this package registers ring, mesh, hd (recursive halving-doubling), nhr and nb
 (HCCL's nonuniform algorithms), star, double_ring, tree (binomial), bmtree (Open MPI's
-binomial broadcast), rd (recursive doubling AllReduce) and pairwise.
+binomial broadcast), rd (recursive doubling AllReduce), rabenseifner (Open MPI's
+halving order) and pairwise.
 """
 
 from . import (  # noqa: F401
