@@ -269,7 +269,7 @@ def _validate_on_hardware(a) -> int:
     from .backends import get_backend
     from .backends.nccl import HCSIM_EQUIVALENT
     from .units import parse_size
-    from .validate import format_validation, validate_measured
+    from .validate import error_summary, format_validation, validate_measured
 
     backend = get_backend(a.backend)
     why = backend.available()
@@ -286,9 +286,7 @@ def _validate_on_hardware(a) -> int:
             same = HCSIM_EQUIVALENT.get(algo, "auto") if a.backend == "nccl" else algo
             parts.append(validate_measured(measured, a.topology, same, parse_size(a.min_size, "--min-size")))
     df = pd.concat(parts, ignore_index=True)
-    sel = df[df["size_bytes"] >= parse_size(a.min_size, "--min-size")]["error"].abs()
-    df.attrs.update(parts[0].attrs, median_abs_error=float(sel.median()), p90_abs_error=float(sel.quantile(0.9)),
-                    points=int(len(sel)))
+    df.attrs.update(parts[0].attrs, **error_summary(df, parse_size(a.min_size, "--min-size")))
     print(format_validation(df), end="")
     _validation_outputs(df, a)
     return 0

@@ -40,11 +40,17 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
                    ranks=r.ranks)
         rows.append(row)
     df = pd.DataFrame(rows)
-    sel = df[df["size_bytes"] >= min_size]["error"].abs()
-    df.attrs.update(median_abs_error=float(sel.median()) if len(sel) else float("nan"),
-                    p90_abs_error=float(sel.quantile(0.9)) if len(sel) else float("nan"), points=int(len(sel)),
-                    topology=topo.name)
+    df.attrs.update(error_summary(df, min_size), topology=topo.name)
     return df
+
+
+def error_summary(df: pd.DataFrame, min_size: int = 0) -> dict:
+    """``median_abs_error``, ``p90_abs_error`` and ``points`` over the rows of at least
+    ``min_size`` bytes (NaN when there are none)."""
+    sel = df[df["size_bytes"] >= min_size]["error"].abs()
+    nan = float("nan")
+    return {"median_abs_error": float(sel.median()) if len(sel) else nan,
+            "p90_abs_error": float(sel.quantile(0.9)) if len(sel) else nan, "points": int(len(sel))}
 
 
 def format_validation(df: pd.DataFrame) -> str:
@@ -119,10 +125,8 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
                                  "size_bytes": int(m.size_bytes), "time_us": float(m.time_us),
                                  "predicted_us": pred, "error": pred / float(m.time_us) - 1})
     df = pd.DataFrame(rows)
-    sel = df[df["size_bytes"] >= min_size]["error"].abs()
     agree = fastest_agreement(df)
-    df.attrs.update(median_abs_error=float(sel.median()), p90_abs_error=float(sel.quantile(0.9)),
-                    points=int(len(sel)), topology=topo.name,
+    df.attrs.update(error_summary(df, min_size), topology=topo.name,
                     fit={k: v for k, v in fit.items() if k != "probes_s"},
                     fastest_agreement=f"{sum(agree.agree)}/{len(agree)}")
     df.attrs["fastest"] = agree

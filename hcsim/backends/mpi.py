@@ -37,11 +37,10 @@ class MpiAlgorithm:
         Open MPI's name for the algorithm (``ompi_info --param coll tuned --level 9``).
     hcsim : str
         The hcsim algorithm with the same transfers.
-    call : str
-        The MPI call the bench makes (``Reduce_scatter`` for the ring, whose coll_tuned
-        parameter belongs to the vector form).
     param : str
-        The coll_tuned parameter stem (``coll_tuned_<param>_algorithm``).
+        The coll_tuned parameter stem (``coll_tuned_<param>_algorithm``), which also names
+        the MPI call the bench makes (``reduce_scatter`` for the ring: its parameter belongs
+        to the vector form).
     ompi_id : int
         The algorithm's number for that parameter.
     extra_mca : tuple of (str, str)
@@ -51,33 +50,39 @@ class MpiAlgorithm:
     collective: str
     name: str
     hcsim: str
-    call: str
     param: str
     ompi_id: int
     extra_mca: tuple = ()
 
+    def mca(self) -> list[tuple[str, str]]:
+        """The Open MPI parameters that force this algorithm (none for a probe, ``ompi_id`` 0)."""
+        if not self.ompi_id:
+            return []
+        return [("coll_tuned_use_dynamic_rules", "1"), (f"coll_tuned_{self.param}_algorithm", str(self.ompi_id)),
+                *self.extra_mca]
+
 
 MPI_ALGORITHMS = (
-    MpiAlgorithm("allreduce", "ring", "ring", "allreduce", "allreduce", 4),
+    MpiAlgorithm("allreduce", "ring", "ring", "allreduce", 4),
     # segments of 64 KiB pipeline each ring block; the transfers are the ring's
-    MpiAlgorithm("allreduce", "segmented_ring", "ring", "allreduce", "allreduce", 5,
+    MpiAlgorithm("allreduce", "segmented_ring", "ring", "allreduce", 5,
                  (("coll_tuned_allreduce_algorithm_segmentsize", "65536"),)),
-    MpiAlgorithm("allreduce", "recursive_doubling", "rd", "allreduce", "allreduce", 3),
+    MpiAlgorithm("allreduce", "recursive_doubling", "rd", "allreduce", 3),
     # neighbours first: HCCL's H-D_R (hcsim "hd") moves the same bytes with the distances reversed
-    MpiAlgorithm("allreduce", "rabenseifner", "rabenseifner", "allreduce", "allreduce", 6),
-    MpiAlgorithm("allgather", "ring", "ring", "allgather", "allgather", 4),
-    MpiAlgorithm("allgather", "recursive_doubling", "hd", "allgather", "allgather", 3),
-    MpiAlgorithm("allgather", "bruck", "nb", "allgather", "allgather", 2),
-    MpiAlgorithm("reducescatter", "recursive_halving", "hd", "reduce_scatter_block", "reduce_scatter_block", 3),
-    MpiAlgorithm("reducescatter", "ring", "ring", "reduce_scatter", "reduce_scatter", 3),
-    MpiAlgorithm("alltoall", "pairwise", "pairwise", "alltoall", "alltoall", 2),
-    MpiAlgorithm("alltoall", "linear", "mesh", "alltoall", "alltoall", 1),
+    MpiAlgorithm("allreduce", "rabenseifner", "rabenseifner", "allreduce", 6),
+    MpiAlgorithm("allgather", "ring", "ring", "allgather", 4),
+    MpiAlgorithm("allgather", "recursive_doubling", "hd", "allgather", 3),
+    MpiAlgorithm("allgather", "bruck", "nb", "allgather", 2),
+    MpiAlgorithm("reducescatter", "recursive_halving", "hd", "reduce_scatter_block", 3),
+    MpiAlgorithm("reducescatter", "ring", "ring", "reduce_scatter", 3),
+    MpiAlgorithm("alltoall", "pairwise", "pairwise", "alltoall", 2),
+    MpiAlgorithm("alltoall", "linear", "mesh", "alltoall", 1),
     # one segment (segmentsize 0, the forced default): every node isends to all its children
-    MpiAlgorithm("broadcast", "binomial", "bmtree", "bcast", "bcast", 6),
+    MpiAlgorithm("broadcast", "binomial", "bmtree", "bcast", 6),
     # Open MPI's chain runs 4 chains from the root unless told to run one: the ring schedule
-    MpiAlgorithm("broadcast", "chain", "ring", "bcast", "bcast", 2,
+    MpiAlgorithm("broadcast", "chain", "ring", "bcast", 2,
                  (("coll_tuned_bcast_algorithm_chain_fanout", "1"),)),
-    MpiAlgorithm("broadcast", "linear", "star", "bcast", "bcast", 1),
+    MpiAlgorithm("broadcast", "linear", "star", "bcast", 1),
 )
 """Which coll_tuned algorithm does the same communication as which hcsim algorithm."""
 
@@ -133,7 +138,7 @@ def _resolve(collective: str, algorithm) -> MpiAlgorithm:
 
 
 def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 5,
-                  timeout_s: float = 600, mca: dict | None = None) -> pd.DataFrame:
+                  timeout_s: float = 600) -> pd.DataFrame:
     """Measure ``collective`` with one coll_tuned algorithm forced, on every size.
 
     Parameters
@@ -145,14 +150,12 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 
     sizes : sequence of int
         Bytes, in nccl-tests' convention (the whole buffer; per-rank blocks are size / p).
     algorithm : str or MpiAlgorithm
-        Open MPI's name (``"rabenseifner"``) or the hcsim name it maps to (``"hd"``).
+        Open MPI's name (``"recursive_doubling"``) or the hcsim name it maps to (``"rd"``).
     iterations : int
         Timed runs per size after one warm-up; each run starts after a barrier, its time is
         the slowest rank's, and the row reports the median over runs.
     timeout_s : float
         Give up (one-line error) after this long.
-    mca : dict, optional
-        More Open MPI parameters for this run (``{"btl_tcp_eager_limit": 4194304}``).
 
     Returns
     -------
@@ -161,7 +164,7 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 
         algorithm and ``mpi_algorithm`` Open MPI's.
     """
     if collective in PROBES:
-        algo = MpiAlgorithm(collective, "p2p", "p2p", collective, "allreduce", 0)
+        algo = MpiAlgorithm(collective, "p2p", "p2p", collective, 0)
     else:
         algo = _resolve(collective, algorithm)
     why = available()
@@ -180,11 +183,8 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 
                str(hostfile), "--prtemca", "plm_ssh_agent", str(agent), "--prtemca", "oob_tcp_if_include", subnet,
                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
                "--mca", "coll", "basic,libnbc,tuned,self", "--mca", "mpi_yield_when_idle", "1",
-               "--mca", "coll_tuned_use_dynamic_rules", "1",
-               "--mca", f"coll_tuned_{algo.param}_algorithm", str(algo.ompi_id),
-               *[x for k, v in algo.extra_mca for x in ("--mca", k, v)],
-               *[x for k, v in (mca or {}).items() for x in ("--mca", k, str(v))],
-               str(sys.executable), "-m", "hcsim.backends._mpi_bench", algo.call,
+               *[x for k, v in algo.mca() for x in ("--mca", k, v)],
+               str(sys.executable), "-m", "hcsim.backends._mpi_bench", algo.param,
                ",".join(str(int(s)) for s in sizes), str(iterations)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
         try:
