@@ -182,7 +182,7 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 
         cmd = [str(bindir / "mpirun"), "--allow-run-as-root", "-n", str(len(testbed.hosts)), "--hostfile",
                str(hostfile), "--prtemca", "plm_ssh_agent", str(agent), "--prtemca", "oob_tcp_if_include", subnet,
                "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", subnet,
-               "--mca", "coll", "basic,libnbc,tuned,self", "--mca", "mpi_yield_when_idle", "1",
+               "--bind-to", "none", "--mca", "coll", "basic,libnbc,tuned,self", "--mca", "mpi_yield_when_idle", "1",
                *[x for k, v in algo.mca() for x in ("--mca", k, v)],
                str(sys.executable), "-m", "hcsim.backends._mpi_bench", algo.param,
                ",".join(str(int(s)) for s in sizes), str(iterations)]
