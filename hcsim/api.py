@@ -147,7 +147,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     cfg = EngineConfig(step_overhead_s=defaults.step_overhead_s if step_overhead_s is None else step_overhead_s,
                        launch_overhead_s=(defaults.launch_for(collective) if launch_overhead_s is None
                                           else launch_overhead_s),
-                       routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps)
+                       routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps,
+                       message_regimes=defaults.message_regimes)
     if verify not in (False, "auto", True):
         raise bad_value("verify", verify, "'auto', True or False")
     schedule = looped(spec, args, hccl.buffer_bytes) if hccl is not None else run_builder(spec, args)
@@ -165,6 +166,9 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         if spec.cost is None:
             raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
                               "user algorithms run in mode 'des'")
+        if cfg.message_regimes is not None and not cfg.message_regimes.trivial:
+            raise ConfigError(f"mode = 'analytical': topology {topo.name!r} has size-dependent message costs "
+                              "(defaults.message_regimes), which the closed forms do not model; use mode 'des'")
         abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s, spec.levels, qps)
         pieces = piece_sizes(args, hccl.buffer_bytes) if hccl is not None else [args.nbytes]
         t = cfg.launch_overhead_s + sum(spec.cost(dataclasses.replace(args, nbytes=n), abg) for n in pieces)
@@ -177,7 +181,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         record = args.p * len(schedule.steps) <= RECORD_LIMIT
     elif record not in (True, False):
         raise bad_value("record", record, "'auto', True or False")
-    cfg = EngineConfig(cfg.step_overhead_s, cfg.launch_overhead_s, routing, ecmp_seed, bool(record), qps)
+    cfg = dataclasses.replace(cfg, record=bool(record))
     sim = FlowSimulator(topo, rank_nodes, schedule, cfg)
     t = sim.run()
     steps, transfers, links, critical = tables_from_engine(sim, t)

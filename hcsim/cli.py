@@ -381,7 +381,9 @@ def _cmd_calibrate(a) -> int:
             topo = calibrated_topology(tb, fit)
         print(f"# point-to-point fit: one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f}"
               f" MB/s, send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
-              f"per step {fit['alpha_s'] * 1e6:.1f} us")
+              f"per step {fit['alpha_s'] * 1e6:.1f} us, rendezvous (>= {fit['regimes']['from_bytes'][1]} B) "
+              f"+{fit['regimes']['overhead_s'][1] * 1e6:.0f} us a message, eager efficiency "
+              f"{fit['regimes']['efficiency'][0]:.3f}")
         print(f"# written to {save_topology(topo, a.out)}")
         return 0
     if a.measured is None or a.topology is None:

@@ -53,7 +53,7 @@ def test_calibrated_prediction_on_a_4_host_testbed(mpi):
     before = _leftovers()
     with Testbed(TestbedSpec(hosts=4, rate_mbit=100)) as tb:
         assert len(_leftovers()) > len(before)
-        fit = fit_point_to_point(tb, sizes=(65536, 262144, 1048576), iterations=3)
+        fit = fit_point_to_point(tb, sizes=(16384, 32768, 65536, 262144, 1048576), iterations=3)
         topo = calibrated_topology(tb, fit)
         ring = run_mpi_sweep(tb, "allgather", [1048576], "ring", iterations=3)
         tree = run_mpi_sweep(tb, "broadcast", [1048576], "binomial", iterations=3)

@@ -233,51 +233,109 @@ def fit_line_log(sizes, times_s) -> tuple[float, float, float]:
     return float(c), float(s), rms
 
 
-PROBE_SIZES = (4096, 16384, 65536, 262144, 1048576)
-"""Sizes each probe runs at: the line through them separates per-message cost from rate."""
+EAGER_LIMIT_B = 65536
+"""Open MPI's TCP transport sends a message of less than this at once (eager) and a larger one
+after a rendezvous (``btl_tcp_eager_limit``, default 65536 as ``ompi_info --param btl tcp
+--level 9`` shows; the limit counts ob1's header, so a message within a few bytes of it is
+already a rendezvous one)."""
+
+PROBE_SIZES = (4096, 16384, 32768, 65536, 262144, 1048576)
+"""Sizes each probe runs at: three in each of the two regimes either side of
+:data:`EAGER_LIMIT_B`, so a line through each three separates per-message cost from rate."""
 
 
 def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7) -> dict:
-    """Calibrate the testbed's endpoint model from point-to-point probes only.
-
-    Each probe (:data:`PROBES`) is measured at ``sizes`` and fitted with ``t = c + s n`` in
-    log space (:func:`fit_line_log`). The slopes give the rates: ``rate_Bps`` (one-way),
-    ``exchange_Bps`` (what a rank exchanging with one peer moves, both directions together,
-    while every rank does the same), ``engine_Bps`` (what a rank sends plus receives in the
-    ring-like shift) and ``fanout_Bps`` (what rank 0 sends to all the others at once). The
-    per-step cost ``alpha_s`` is the shift probe's intercept over its p - 1 steps: there, as
-    in a collective's steps, every rank is sending and receiving (with 8 ranks on 2 cores an
-    idle rank's cost is not a busy one's); the skew with which ranks leave the barrier is
-    spread over those steps, so it is an upper bound.
-    """
-    lines, probes = {}, {}
+    """Measure the point-to-point probes (:data:`PROBES`) on ``testbed`` and fit them
+    (:func:`fit_probes`)."""
+    probes = {}
     for probe in PROBES:
         df = run_mpi_sweep(testbed, probe, sizes, "p2p", iterations)
-        t = df["time_us"].to_numpy() * 1e-6
-        probes[probe] = [[int(n), float(x)] for n, x in zip(df["size_bytes"], t, strict=True)]
-        lines[probe] = fit_line_log(df["size_bytes"].to_numpy(), t)
-    peers = steps = len(testbed.hosts) - 1
-    return {"alpha_s": max(lines["p2p_shift"][0] / steps, 0.0),
-            "rate_Bps": 1 / lines["p2p_oneway"][1],
-            "exchange_Bps": 2 * steps / lines["p2p_exchange"][1],
-            "engine_Bps": 2 * steps / lines["p2p_shift"][1],
-            "fanout_Bps": peers / lines["p2p_fanout"][1],
-            "intercepts_s": {k: v[0] for k, v in lines.items()},
-            "rms_log_residual": {k: v[2] for k, v in lines.items()},
+        probes[probe] = [[int(n), float(t) * 1e-6] for n, t in zip(df["size_bytes"], df["time_us"], strict=True)]
+    return fit_probes(probes, len(testbed.hosts))
+
+
+def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> dict:
+    """Calibrate the testbed's endpoint model from point-to-point probe times.
+
+    Each probe's times are split at ``eager_limit_B`` and each regime is fitted with
+    ``t = c + s n`` in log space (:func:`fit_line_log`). The rendezvous regime (large
+    messages) sets the rates: ``rate_Bps`` (one-way), ``exchange_Bps`` (what a rank exchanging
+    with one peer moves, both directions together, while every rank does the same),
+    ``engine_Bps`` (what a rank sends plus receives in the ring-like shift) and ``fanout_Bps``
+    (what rank 0 sends to all the others at once). The shift probe, where as in a
+    collective's steps every rank sends and receives, gives the per-message costs: its eager
+    intercept over its p - 1 steps is the per-step cost ``alpha_s`` (the skew with which ranks
+    leave the barrier is spread over those steps, so it is an upper bound); the rendezvous
+    regime adds the difference of the intercepts per step (its handshake) and moves bytes at
+    the ratio of the slopes relative to eager; in a regime whose exchange probe moves more
+    than 1.5 x the one-way rate (both directions together) the pair-exchange limit is lifted
+    (``regimes``).
+
+    Parameters
+    ----------
+    probes : dict
+        ``{probe: [[size_bytes, seconds], ...]}`` for every probe in :data:`PROBES`.
+    ranks : int
+        Ranks the probes ran on.
+    eager_limit_B : int
+        Where the transport's rendezvous regime starts.
+
+    Examples
+    --------
+    >>> line = lambda c, s: [[n, c + s * n] for n in PROBE_SIZES]
+    >>> fit = fit_probes({"p2p_oneway": line(1e-4, 1e-7), "p2p_exchange": line(7e-4, 14 * 1e-7),
+    ...                   "p2p_shift": line(7e-4, 7e-7), "p2p_fanout": line(1e-4, 7e-7)}, 8)
+    >>> round(fit["rate_Bps"] / 1e6, 3), round(fit["engine_Bps"] / 1e6, 3), round(fit["alpha_s"] * 1e6, 3)
+    (10.0, 20.0, 100.0)
+    """
+    missing = [p for p in PROBES if p not in probes]
+    if missing:
+        raise ConfigError(f"probes: {', '.join(missing)} missing; need all of {', '.join(PROBES)}")
+    lines: dict[str, dict[str, tuple]] = {}
+    for probe in PROBES:
+        pts = np.asarray(probes[probe], float)
+        for regime, sel in (("eager", pts[:, 0] < eager_limit_B), ("rendezvous", pts[:, 0] >= eager_limit_B)):
+            if sel.sum() < 2:
+                raise ConfigError(f"probes.{probe}: {int(sel.sum())} sizes in the {regime} regime; need at least 2 "
+                                  f"either side of the eager limit ({eager_limit_B} B)")
+            lines.setdefault(probe, {})[regime] = fit_line_log(pts[sel, 0], pts[sel, 1])
+    steps = ranks - 1
+    rndv = {k: v["rendezvous"] for k, v in lines.items()}
+    shift_e, shift_r = lines["p2p_shift"]["eager"], lines["p2p_shift"]["rendezvous"]
+    alpha = max(shift_e[0] / steps, 0.0)
+    one_way = 1 / rndv["p2p_oneway"][1]
+    # does an exchange overlap its two directions? both together faster than 1.5 x one way
+    # (halfway between none, 1 x, and full, 2 x) lifts the pair limit in that regime
+    pair_limit = [bool(2 * steps / lines["p2p_exchange"][r][1] < 1.5 * one_way) for r in ("eager", "rendezvous")]
+    return {"alpha_s": alpha,
+            "rate_Bps": one_way,
+            "exchange_Bps": 2 * steps / rndv["p2p_exchange"][1],
+            "engine_Bps": 2 * steps / rndv["p2p_shift"][1],
+            "fanout_Bps": steps / rndv["p2p_fanout"][1],
+            "regimes": {"from_bytes": [0, int(eager_limit_B)],
+                        "overhead_s": [0.0, max(shift_r[0] / steps - alpha, 0.0)],
+                        "efficiency": [shift_r[1] / shift_e[1], 1.0], "pair_limit": pair_limit},
+            "intercepts_s": {f"{k}.{r}": v[r][0] for k, v in lines.items() for r in v},
+            "rms_log_residual": {f"{k}.{r}": v[r][2] for k, v in lines.items() for r in v},
             "probes_s": probes}
 
 
 def calibrated_topology(testbed, fit: dict):
     """The testbed's topology with the fitted endpoint model: links at the one-way rate, the
-    pair exchange and send+receive engine caps, and the small-message time as per-step cost."""
+    pair exchange and send+receive engine caps, the per-step cost and the message regimes."""
+    from ..engine.regimes import MessageRegimes
     from ..topology import LinkSpec, NpuSpec, Topology
     from ..topology.model import ExecutionDefaults
 
-    s = testbed.spec
+    s = getattr(testbed, "spec", testbed)
     rate = fit["rate_Bps"]
+    reg = fit.get("regimes")
+    regimes = (MessageRegimes(tuple(reg["from_bytes"]), tuple(reg["overhead_s"]), tuple(reg["efficiency"]),
+                              tuple(reg["pair_limit"]) if reg.get("pair_limit") is not None else None)
+               if reg else None)
     t = Topology(f"testbed-{s.hosts}x{s.rate_mbit:g}mbit-calibrated",
                  "netns testbed calibrated from point-to-point probes",
-                 ExecutionDefaults(step_overhead_s=max(fit["alpha_s"], 0.0)),
+                 ExecutionDefaults(step_overhead_s=max(fit["alpha_s"], 0.0), message_regimes=regimes),
                  provenance={"calibration": {k: v for k, v in fit.items() if k != "probes_s"},
                              "probes_s": fit["probes_s"]})
     for k in range(s.leaves):

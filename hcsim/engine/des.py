@@ -33,6 +33,7 @@ import simpy
 from ..errors import StuckScheduleError, bad_value
 from ..topology.model import ROUTING_POLICIES
 from .fairshare import max_min_rates
+from .regimes import MessageRegimes
 
 _COMPLETE, _ACTIVATE = 0, 1
 
@@ -56,6 +57,9 @@ class EngineConfig:
         this many ECMP-hashed subflows.
     record : bool
         Keep per-transfer times (needed for the transfer table and critical path).
+    message_regimes : MessageRegimes or None
+        Per-message cost by size (eager versus rendezvous): an overhead added to each
+        transfer's start and an efficiency that scales the bytes it is charged.
     """
 
     step_overhead_s: float = 0.0
@@ -64,6 +68,7 @@ class EngineConfig:
     ecmp_seed: int = 0
     record: bool = True
     qps: int = 1
+    message_regimes: MessageRegimes | None = None
 
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
@@ -107,13 +112,17 @@ class _StepRouting:
 class _StepState:
     """Live state of one step that some rank has entered."""
 
-    __slots__ = ("k", "src", "dst", "nbytes", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
+    __slots__ = ("k", "src", "dst", "nbytes", "charged", "extra_s", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
                  "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero")
 
-    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps):
+    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
+        if regimes is None:
+            self.charged, self.extra_s = self.nbytes, None
+        else:  # what each transfer costs its resources, and what it adds to its start
+            self.extra_s, self.charged = regimes.costs(self.nbytes)
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
         self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step
@@ -188,6 +197,8 @@ class FlowSimulator:
         self.step_count = np.zeros(self.n_steps, dtype=np.int64)
         self.next_gid = 0
         self._route_cache = None
+        regimes = config.message_regimes
+        self._regimes = None if regimes is None or regimes.trivial else regimes
         # events
         self.heap: list = []
         self.seq = 0
@@ -229,12 +240,17 @@ class FlowSimulator:
     # ---------------------------------------------------------------- steps
     def _routing(self, step) -> _StepRouting:
         cache = self._route_cache
-        if cache is not None and cache[0] is step.src and cache[1] is step.dst:
+        split = self._regimes is not None and self._regimes.pair_limit is not None
+        if (cache is not None and cache[0] is step.src and cache[1] is step.dst
+                and (not split or cache[3] is step.nbytes)):
             return cache[2]
         net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
-        uniq, inv = np.unique(nodes, return_inverse=True)
-        groups = [net.route(int(u) // nn, int(u) % nn, policy, seed, self.cfg.qps) for u in uniq]
+        # a message whose regime lifts the pair-exchange limit takes a route without it
+        paired = self._regimes.pair_limited(step.nbytes) if split else np.ones(len(nodes), dtype=bool)
+        uniq, inv = np.unique(nodes * 2 + paired, return_inverse=True)
+        groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, self.cfg.qps, bool(u % 2))
+                  for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
         g_n = np.array([len(g) for g in groups], dtype=np.int64)
         g_ptr = np.concatenate([[0], np.cumsum(g_n)])
@@ -250,7 +266,7 @@ class FlowSimulator:
                              np.concatenate([[0], np.cumsum(n_in)]), np.argsort(step.dst, kind="stable"),
                              n_out + n_in, bool((g_n == 1).all()),
                              bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
-        self._route_cache = (step.src, step.dst, route)
+        self._route_cache = (step.src, step.dst, route, step.nbytes)
         self._path_mat = net.paths.matrix(self.pad)
         self._path_bw = net.paths.arrays()[4]
         if self.path_bytes.size < len(p_lat):
@@ -261,7 +277,8 @@ class FlowSimulator:
         st = self.states.get(k)
         if st is None:
             step = self.schedule.steps[k]
-            st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps)
+            st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps,
+                            self._regimes)
             self.next_gid += st.n
             self.step_count[k] = st.n
             r = st.route  # every byte of the step will cross its paths: count them once here
@@ -310,7 +327,8 @@ class FlowSimulator:
             gate = np.concatenate([st.dst[ready_in], st.src[ready_out]])  # the rank that came last
             st.pred[idx] = self.rank_gate[gate]
         self.step_ready_s[st.k] = min(self.step_ready_s[st.k], now)
-        self._push_grouped(now + self.cfg.step_overhead_s + st.route.lat[idx], _ACTIVATE, st.k, idx)
+        t = now + self.cfg.step_overhead_s + st.route.lat[idx]
+        self._push_grouped(t if st.extra_s is None else t + st.extra_s[idx], _ACTIVATE, st.k, idx)
 
     def _push(self, t, kind, k, idx):
         heapq.heappush(self.heap, (t, kind, self.seq, k, idx))
@@ -382,12 +400,12 @@ class FlowSimulator:
         if self.cfg.record:
             st.t_start[idx] = now
         if st.route.single:
-            paths, tr, nbytes = st.route.sub_path[idx], idx, st.nbytes[idx]
+            paths, tr, nbytes = st.route.sub_path[idx], idx, st.charged[idx]
         else:
             pos, counts = _csr_rows(st.route.sub_ptr, idx)
             paths = st.route.sub_path[pos]
             tr = np.repeat(idx, counts)
-            nbytes = st.nbytes[tr] / np.repeat(counts, counts)
+            nbytes = st.charged[tr] / np.repeat(counts, counts)
         zero = nbytes <= 0 if st.has_zero else None
         if zero is not None and zero.any():  # nothing to move: it has arrived
             ztr = np.flatnonzero(np.bincount(tr[zero], minlength=st.n))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from ..engine.regimes import MessageRegimes
 from ..errors import ConfigError, HcsimError
 from . import ascend, builders
 from .model import EXPANSION_MODES, PRODUCTS, ExecutionDefaults, Topology
@@ -40,7 +41,8 @@ BUILDERS = {
 _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance",
              "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
-                 "modes"}
+                 "modes", "message_regimes"}
+_REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
@@ -231,9 +233,12 @@ def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
     _check_keys(f"{where}: defaults", d, _DEFAULT_KEYS)
     kw = {"step_overhead_s": base.step_overhead_s, "launch_overhead_s": base.launch_overhead_s,
           "launch_overhead_by_collective_s": base.launch_overhead_by_collective_s,
-          "expansion_mode": base.expansion_mode, "other_modes": base.other_modes}
+          "expansion_mode": base.expansion_mode, "other_modes": base.other_modes,
+          "message_regimes": base.message_regimes}
     for k, v in d.items():
-        if k == "expansion_mode":
+        if k == "message_regimes":
+            kw[k] = _regimes(f"{where}: defaults.message_regimes", v)
+        elif k == "expansion_mode":
             if v not in EXPANSION_MODES:
                 raise ConfigError(f"{where}: defaults.expansion_mode = {v!r}: one of {', '.join(EXPANSION_MODES)}")
             kw["expansion_mode"] = v
@@ -256,6 +261,30 @@ def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
         else:
             kw[k[:-3] + "_s"] = _num(f"{where}: defaults.{k}", v, allow_zero=True) * 1e-6
     return ExecutionDefaults(**kw)
+
+
+def _regimes(where, v) -> MessageRegimes:
+    if not isinstance(v, list) or not v:
+        raise ConfigError(f"{where} = {v!r}: a list of {{from_bytes, overhead_us, efficiency}}, the first from 0")
+    starts, overheads, effs, pairs = [], [], [], []
+    for i, r in enumerate(v):
+        if not isinstance(r, dict):
+            raise ConfigError(f"{where}[{i}] = {r!r}: a mapping with from_bytes, overhead_us, efficiency")
+        _check_keys(f"{where}[{i}]", r, _REGIME_KEYS)
+        b = r.get("from_bytes")
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            raise ConfigError(f"{where}[{i}].from_bytes = {b!r}: an integer number of bytes >= 0")
+        starts.append(b)
+        overheads.append(_num(f"{where}[{i}].overhead_us", r.get("overhead_us", 0.0), allow_zero=True) * 1e-6)
+        effs.append(_num(f"{where}[{i}].efficiency", r.get("efficiency", 1.0)))
+        pl = r.get("pair_limit", True)
+        if not isinstance(pl, bool):
+            raise ConfigError(f"{where}[{i}].pair_limit = {pl!r}: true or false")
+        pairs.append(pl)
+    try:
+        return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs))
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
 
 
 def save_topology(topo: Topology, path) -> Path:

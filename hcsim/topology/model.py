@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 import numpy as np
 
+from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, bad_value
 from .routing import MAX_PATHS, all_shortest_paths, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec
@@ -44,6 +45,9 @@ class ExecutionDefaults:
     """The HCCL_OP_EXPANSION_MODE the figures above describe."""
     other_modes: tuple = ()
     """``((mode, step_overhead_s, launch_overhead_s), ...)`` for other expansion modes."""
+    message_regimes: MessageRegimes | None = None
+    """Per-message cost by message size (eager versus rendezvous transports); event-driven
+    mode only (:class:`~hcsim.engine.regimes.MessageRegimes`)."""
 
     def __post_init__(self):
         pairs = [(n, getattr(self, n)) for n in ("step_overhead_s", "launch_overhead_s")]
@@ -64,7 +68,7 @@ class ExecutionDefaults:
             raise bad_value("expansion_mode", mode, "one of " + ", ".join(EXPANSION_MODES))
         for name, step_s, launch_s in self.other_modes:
             if name == mode:
-                return ExecutionDefaults(step_s, launch_s, (), mode, self.other_modes)
+                return ExecutionDefaults(step_s, launch_s, (), mode, self.other_modes, self.message_regimes)
         known = ", ".join([self.expansion_mode] + [m for m, _, _ in self.other_modes])
         raise bad_value("expansion_mode", mode, f"this topology has figures for {known} only; add "
                         f"defaults.modes.{mode} (step_overhead_us, launch_overhead_us) to its file")
@@ -211,6 +215,13 @@ class Topology:
         if self.defaults.launch_overhead_by_collective_s:
             defaults["launch_overhead_by_collective_us"] = {
                 c: v * 1e6 for c, v in self.defaults.launch_overhead_by_collective_s}
+        reg = self.defaults.message_regimes
+        if reg is not None:
+            pairs = reg.pair_limit if reg.pair_limit is not None else (None,) * len(reg.from_bytes)
+            defaults["message_regimes"] = [
+                {"from_bytes": int(b), "overhead_us": float(o) * 1e6, "efficiency": float(e),
+                 **({} if pl is None else {"pair_limit": bool(pl)})}
+                for b, o, e, pl in zip(reg.from_bytes, reg.overhead_s, reg.efficiency, pairs, strict=True)]
         out = {"name": self.name, "description": self.description, "defaults": defaults}
         if self.provenance:
             out["provenance"] = self.provenance
@@ -341,14 +352,16 @@ class _Compiled:
         self.paths = PathStore()
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
 
-    def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1) -> tuple[int, ...]:
+    def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
+              pair: bool = True) -> tuple[int, ...]:
         """Path ids a transfer from node ``src`` to node ``dst`` uses under ``policy``.
 
         With ``qps > 1`` (ECMP only) the transfer is split over that many queue pairs, each
         hashed onto a path on its own (two may land on the same path), as RDMA traffic with
-        HCCL_RDMA_QPS_PER_CONNECTION is.
+        HCCL_RDMA_QPS_PER_CONNECTION is. ``pair=False`` leaves out the two NPUs' pair-exchange
+        limit (a message in a regime where the transport overlaps an exchange's directions).
         """
-        key = (src, dst, policy, seed, qps)
+        key = (src, dst, policy, seed, qps, pair)
         hit = self._routes.get(key)
         if hit is not None:
             return hit
@@ -376,9 +389,9 @@ class _Compiled:
             for end in (src, dst):
                 if end in self.engine_res:
                     res.append(self.engine_res[end])
-            pair = self.pair_res.get((min(src, dst), max(src, dst)))
-            if pair is not None:
-                res.append(pair)
+            pair_id = self.pair_res.get((min(src, dst), max(src, dst))) if pair else None
+            if pair_id is not None:
+                res.append(pair_id)
             lat = float(sum(self.link_specs[li].latency_s for li in lp))
             inline = bool(lp) and all(self.link_specs[li].inline_reduce for li in lp)
             bottleneck = float(self.capacity_Bps[res].min())

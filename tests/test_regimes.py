@@ -1,0 +1,161 @@
+"""Message-size regimes (eager / rendezvous): hand-worked timelines, errors, YAML round trip,
+and the probe fit recovering a model it was generated from."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hcsim import simulate
+from hcsim.backends.mpi import PROBE_SIZES, PROBES, calibrated_topology, fit_probes
+from hcsim.engine.regimes import MessageRegimes
+from hcsim.errors import ConfigError
+from hcsim.testbed.netns import TestbedSpec as Spec
+from hcsim.topology import full_mesh, single_switch
+from hcsim.topology.io import load_topology, save_topology
+
+RNDV = MessageRegimes(from_bytes=(0, 1000), overhead_s=(0.0, 5e-6), efficiency=(1.0, 0.5))
+
+
+def same_regimes(a, b):
+    return (a.from_bytes == b.from_bytes and a.efficiency == b.efficiency and a.pair_limit == b.pair_limit
+            and a.overhead_s == pytest.approx(b.overhead_s, rel=1e-12))
+
+
+def with_regimes(topo, regimes):
+    topo.defaults = dataclasses.replace(topo.defaults, message_regimes=regimes)
+    return topo
+
+
+def test_one_transfer_per_regime_by_hand():
+    # 2 ranks, ring allgather: one step, each rank sends its n/2 block at 1 GB/s
+    topo = with_regimes(full_mesh(2, 1e9), RNDV)
+    # 500 B blocks are eager: 0.5 us
+    assert simulate(topo, "allgather", 1000, "ring").time_us == pytest.approx(0.5, rel=1e-9)
+    # 2000 B blocks are rendezvous: 5 us handshake + 2000 B charged as 4000 B = 9 us
+    assert simulate(topo, "allgather", 4000, "ring").time_us == pytest.approx(9.0, rel=1e-9)
+    # the boundary belongs to the upper regime: 1000 B -> 5 + 2 = 7 us
+    assert simulate(topo, "allgather", 2000, "ring").time_us == pytest.approx(7.0, rel=1e-9)
+
+
+def test_efficiency_is_charged_on_shared_resources_not_just_capped():
+    # 3 ranks on one switch, mesh allgather: every host link carries 2 flows out and 2 in.
+    # Without regimes each 1000 B block takes 2000 B / 1 GB/s = 2 us; at efficiency 0.5 the
+    # flows take twice the share of the shared links: 4 us (a per-flow cap at 0.5 GB/s
+    # would leave it at 2 us, since each flow's fair share is already 0.5 GB/s).
+    plain = single_switch(3, 1e9)
+    half = with_regimes(single_switch(3, 1e9), MessageRegimes((0,), (0.0,), (0.5,)))
+    assert simulate(plain, "allgather", 3000, "mesh").time_us == pytest.approx(2.0, rel=1e-9)
+    assert simulate(half, "allgather", 3000, "mesh").time_us == pytest.approx(4.0, rel=1e-9)
+
+
+def test_trivial_regimes_change_nothing():
+    topo = single_switch(8, 1e9, 1e-6)
+    base = simulate(topo, "allreduce", 1 << 20, "ring").time_us
+    same = with_regimes(single_switch(8, 1e9, 1e-6), MessageRegimes((0, 4096), (0.0, 0.0), (1.0, 1.0)))
+    assert simulate(same, "allreduce", 1 << 20, "ring").time_us == base
+
+
+def test_analytical_mode_refuses_rather_than_ignoring_them():
+    topo = with_regimes(full_mesh(4, 1e9), RNDV)
+    with pytest.raises(ConfigError, match="message_regimes"):
+        simulate(topo, "allgather", 4000, "ring", mode="analytical")
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"from_bytes": (5,), "overhead_s": (0.0,), "efficiency": (1.0,)}, "from_bytes"),
+    ({"from_bytes": (0, 0), "overhead_s": (0.0, 0.0), "efficiency": (1.0, 1.0)}, r"message_regimes\[1\].from_bytes"),
+    ({"from_bytes": (0,), "overhead_s": (-1.0,), "efficiency": (1.0,)}, "overhead_s"),
+    ({"from_bytes": (0,), "overhead_s": (0.0,), "efficiency": (0.0,)}, "efficiency"),
+    ({"from_bytes": (0, 10), "overhead_s": (0.0,), "efficiency": (1.0, 1.0)}, "message_regimes"),
+])
+def test_bad_regimes_are_one_line_errors(kw, field):
+    with pytest.raises(ConfigError, match=field) as e:
+        MessageRegimes(**kw)
+    assert "\n" not in str(e.value)
+
+
+def test_yaml_round_trip_and_bad_yaml(tmp_path):
+    topo = with_regimes(full_mesh(2, 1e9), RNDV)
+    back = load_topology(save_topology(topo, tmp_path / "t.yaml"))
+    assert same_regimes(back.defaults.message_regimes, RNDV)
+    assert simulate(back, "allgather", 4000, "ring").time_us == pytest.approx(9.0, rel=1e-9)
+    text = (tmp_path / "t.yaml").read_text().replace("from_bytes: 1000", "from_bytes: -3")
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=r"message_regimes\[1\].from_bytes = -3"):
+        load_topology(tmp_path / "bad.yaml")
+
+
+def synthetic_probes(p, rate, exch, engine, fan, alpha, rndv_s, eager_eff):
+    """Probe times the calibrated model itself implies (per regime: c + s n)."""
+    steps = p - 1
+
+    def t(n, per_msg_bytes_over_rate, fixed):
+        eff = eager_eff if n < 65536 else 1.0
+        extra = 0.0 if n < 65536 else rndv_s
+        return fixed + steps_of * (alpha + extra) + per_msg_bytes_over_rate * n / eff
+
+    out = {}
+    for probe in PROBES:
+        steps_of = 1 if probe in ("p2p_oneway", "p2p_fanout") else steps
+        slope = {"p2p_oneway": 1 / rate, "p2p_exchange": 2 * steps / exch, "p2p_shift": 2 * steps / engine,
+                 "p2p_fanout": steps / fan}[probe]
+        out[probe] = [[n, t(n, slope, 0.0)] for n in PROBE_SIZES]
+    return out
+
+
+def test_probe_fit_recovers_the_model_it_was_generated_from():
+    probes = synthetic_probes(8, rate=11.8e6, exch=11.9e6, engine=21e6, fan=11.9e6, alpha=40e-6, rndv_s=2e-3,
+                              eager_eff=0.9)
+    fit = fit_probes(probes, 8)
+    assert fit["rate_Bps"] == pytest.approx(11.8e6, rel=1e-6)
+    assert fit["exchange_Bps"] == pytest.approx(11.9e6, rel=1e-6)
+    assert fit["engine_Bps"] == pytest.approx(21e6, rel=1e-6)
+    assert fit["fanout_Bps"] == pytest.approx(11.9e6, rel=1e-6)
+    assert fit["alpha_s"] == pytest.approx(40e-6, rel=1e-6)
+    assert fit["regimes"]["overhead_s"][1] == pytest.approx(2e-3, rel=1e-6)
+    assert fit["regimes"]["efficiency"][0] == pytest.approx(0.9, rel=1e-6)
+    # the topology built from it reproduces the shift probe's rendezvous step by simulation:
+    # a ring allgather of 8 x 256 KiB is 7 shift steps of 256 KiB on every rank at once
+    topo = calibrated_topology(Spec(hosts=8, rate_mbit=100), fit)
+    t_shift = dict((n, t) for n, t in probes["p2p_shift"])[262144]
+    assert simulate(topo, "allgather", 8 * 262144, "ring").time_us * 1e-6 == pytest.approx(t_shift, rel=1e-6)
+
+
+def test_probe_fit_needs_both_regimes_and_every_probe():
+    probes = synthetic_probes(8, 11.8e6, 11.9e6, 21e6, 11.9e6, 40e-6, 2e-3, 0.9)
+    with pytest.raises(ConfigError, match="p2p_fanout missing"):
+        fit_probes({k: v for k, v in probes.items() if k != "p2p_fanout"}, 8)
+    only_large = {k: [r for r in v if r[0] >= 65536] for k, v in probes.items()}
+    with pytest.raises(ConfigError, match="eager regime"):
+        fit_probes(only_large, 8)
+
+
+def test_regime_lookup_vectorised():
+    r = MessageRegimes((0, 100, 1000), (0.0, 1.0, 2.0), (1.0, 0.5, 0.25))
+    assert r.regime_of(np.array([0, 99, 100, 999, 1000, 10 ** 9])).tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_pair_limit_only_in_the_regimes_that_keep_it():
+    # 2 ranks exchanging (ring allgather): links 1 GB/s each way, the pair limited to 1 GB/s for
+    # both directions together. Eager (< 1000 B) lifts the limit: 500 B blocks take 0.5 us;
+    # rendezvous keeps it: 2000 B blocks share 1 GB/s both ways, 4 us.
+    regimes = MessageRegimes((0, 1000), (0.0, 0.0), (1.0, 1.0), pair_limit=(False, True))
+    topo = with_regimes(full_mesh(2, 1e9, exchange_Bps=1e9), regimes)
+    assert simulate(topo, "allgather", 1000, "ring").time_us == pytest.approx(0.5, rel=1e-9)
+    assert simulate(topo, "allgather", 4000, "ring").time_us == pytest.approx(4.0, rel=1e-9)
+    # without regimes the limit holds for every size
+    plain = full_mesh(2, 1e9, exchange_Bps=1e9)
+    assert simulate(plain, "allgather", 1000, "ring").time_us == pytest.approx(1.0, rel=1e-9)
+
+
+def test_pair_limit_yaml_round_trip_and_error(tmp_path):
+    regimes = MessageRegimes((0, 1000), (0.0, 1e-6), (1.0, 1.0), pair_limit=(False, True))
+    topo = with_regimes(full_mesh(2, 1e9, exchange_Bps=1e9), regimes)
+    back = load_topology(save_topology(topo, tmp_path / "t.yaml"))
+    assert same_regimes(back.defaults.message_regimes, regimes)
+    (tmp_path / "bad.yaml").write_text((tmp_path / "t.yaml").read_text().replace("pair_limit: false", "pair_limit: 3"))
+    with pytest.raises(ConfigError, match=r"message_regimes\[0\].pair_limit = 3"):
+        load_topology(tmp_path / "bad.yaml")
+    with pytest.raises(ConfigError, match="pair_limit"):
+        MessageRegimes((0, 1000), (0.0, 0.0), (1.0, 1.0), pair_limit=(True,))
