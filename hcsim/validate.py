@@ -20,7 +20,8 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     topology
         What the measurement ran on.
     algorithm : str
-        What to predict with (default: HCCL's own choice).
+        What to predict with. ``"auto"`` (default): the row's own ``algorithm`` where the file
+        records the one that ran (hcsim's measured CSVs do), else HCCL's own choice.
     min_size : int
         Points smaller than this are left out of the summary (``attrs``) but kept in the rows.
 
@@ -34,7 +35,9 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     rows = []
     for _, m in measured.iterrows():
         ranks = None if pd.isna(m.get("ranks", np.nan)) else int(m["ranks"])
-        r = simulate(topo, m["collective"], int(m["size_bytes"]), algorithm, ranks=ranks, **kwargs)
+        own = m.get("algorithm")
+        algo = own if algorithm == "auto" and isinstance(own, str) and own else algorithm
+        r = simulate(topo, m["collective"], int(m["size_bytes"]), algo, ranks=ranks, **kwargs)
         row = dict(m)
         row.update(predicted_us=r.time_us, error=r.time_us / float(m["time_us"]) - 1, algorithm=r.algorithm,
                    ranks=r.ranks)
