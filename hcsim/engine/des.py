@@ -247,8 +247,8 @@ class FlowSimulator:
         net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
         # a message whose regime lifts the pair-exchange limit takes a route without it
-        paired = self._regimes.pair_limited(step.nbytes) if split else np.ones(len(nodes), dtype=bool)
-        uniq, inv = np.unique(nodes * 2 + paired, return_inverse=True)
+        keys = nodes * 2 + (self._regimes.pair_limited(step.nbytes) if split else 1)
+        uniq, inv = np.unique(keys, return_inverse=True)
         groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, self.cfg.qps, bool(u % 2))
                   for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
