@@ -322,7 +322,9 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> 
 
 def calibrated_topology(testbed, fit: dict):
     """The testbed's topology with the fitted endpoint model: links at the one-way rate, the
-    pair exchange and send+receive engine caps, the per-step cost and the message regimes."""
+    pair exchange and send+receive engine caps, the per-step cost and the message regimes.
+    ``testbed`` is a running :class:`~hcsim.testbed.Testbed` or just its ``TestbedSpec`` (to
+    rebuild a stored calibration)."""
     from ..engine.regimes import MessageRegimes
     from ..topology import LinkSpec, NpuSpec, Topology
     from ..topology.model import ExecutionDefaults

@@ -199,6 +199,7 @@ class FlowSimulator:
         self._route_cache = None
         regimes = config.message_regimes
         self._regimes = None if regimes is None or regimes.trivial else regimes
+        self._pair_split = self._regimes is not None and self._regimes.pair_limit is not None
         # events
         self.heap: list = []
         self.seq = 0
@@ -240,7 +241,7 @@ class FlowSimulator:
     # ---------------------------------------------------------------- steps
     def _routing(self, step) -> _StepRouting:
         cache = self._route_cache
-        split = self._regimes is not None and self._regimes.pair_limit is not None
+        split = self._pair_split
         if (cache is not None and cache[0] is step.src and cache[1] is step.dst
                 and (not split or cache[3] is step.nbytes)):
             return cache[2]

@@ -271,10 +271,7 @@ def _regimes(where, v) -> MessageRegimes:
         if not isinstance(r, dict):
             raise ConfigError(f"{where}[{i}] = {r!r}: a mapping with from_bytes, overhead_us, efficiency")
         _check_keys(f"{where}[{i}]", r, _REGIME_KEYS)
-        b = r.get("from_bytes")
-        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
-            raise ConfigError(f"{where}[{i}].from_bytes = {b!r}: an integer number of bytes >= 0")
-        starts.append(b)
+        starts.append(r.get("from_bytes"))  # MessageRegimes checks it
         overheads.append(_num(f"{where}[{i}].overhead_us", r.get("overhead_us", 0.0), allow_zero=True) * 1e-6)
         effs.append(_num(f"{where}[{i}].efficiency", r.get("efficiency", 1.0)))
         pl = r.get("pair_limit", True)
