@@ -98,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
     va.add_argument("--csv", help="write the rows here")
     va.add_argument("--plot", help="write predicted versus measured (PNG) here")
+    va.add_argument("--save-topology", help="--backend mpi: write the calibrated topology (with its probes) here")
 
     me = sub.add_parser("measure", help="run a real collective sweep on a backend (hccl, nccl, mpi)")
     me.add_argument("--backend", required=True, help="hccl (Ascend NPUs), nccl (NVIDIA GPUs), mpi (testbed, root)")
@@ -248,6 +249,9 @@ def _cmd_validate(a) -> int:
         print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
               f"{100 * at['p90_abs_error']:.1f}%; predicted fastest = measured fastest in {at['fastest_agreement']} "
               f"clear cases; fit {at['fit']}")
+        if a.save_topology:
+            from .topology.io import save_topology
+            print(f"# calibrated topology written to {save_topology(at['calibrated'], a.save_topology)}")
         _validation_outputs(df, a)
         return 0
     if a.measured is None or a.topology is None:

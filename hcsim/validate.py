@@ -108,7 +108,7 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     Returns the rows (measured, predicted, error) with ``attrs``: median / 90th-percentile
     |error| over sizes >= ``min_size``, the fitted parameters, and per (op, size) whether the
     predicted fastest algorithm is the measured fastest where the measured ones differ by
-    more than 15%.
+    more than 15%, and ``calibrated``, the calibrated Topology.
     """
     from .backends.mpi import calibrated_topology, fit_point_to_point, mpi_algorithms, run_mpi_sweep
     from .testbed import Testbed, parse_testbed
@@ -133,4 +133,5 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
                     fit={k: v for k, v in fit.items() if k != "probes_s"},
                     fastest_agreement=f"{sum(agree.agree)}/{len(agree)}")
     df.attrs["fastest"] = agree
+    df.attrs["calibrated"] = topo
     return df

@@ -184,6 +184,17 @@ def test_pair_exchange_limit_halves_a_same_peer_exchange_but_not_a_ring():
     assert shift == pytest.approx(n / 10e9, rel=1e-12)
 
 
+def test_exchange_limit_is_the_npus_over_all_its_exchanges():
+    # mesh alltoall on 3 ranks: every rank exchanges with both others at once. The limit is
+    # each NPU's, over both directions and both peers: 4 n at 10 GB/s (a limit per pair
+    # would leave each pair 2 n and finish in 2 n / 10 GB/s, as the links alone do)
+    n = 10**9
+    t = single_switch(3, 10e9, exchange_Bps=10e9)
+    assert hcsim.simulate(t, "alltoall", 3 * n, "mesh", step_overhead_s=0).time_s == pytest.approx(4 * n / 10e9)
+    plain = single_switch(3, 10e9)
+    assert hcsim.simulate(plain, "alltoall", 3 * n, "mesh", step_overhead_s=0).time_s == pytest.approx(2 * n / 10e9)
+
+
 def test_engine_limit_caps_send_plus_receive():
     t = single_switch(4, 10e9, engine_Bps=15e9)
     n = 10**9

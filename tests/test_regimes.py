@@ -8,7 +8,7 @@ import pytest
 
 from hcsim import simulate
 from hcsim.backends.mpi import PROBE_SIZES, PROBES, calibrated_topology, fit_probes
-from hcsim.engine.regimes import MessageRegimes
+from hcsim.engine.regimes import MessageRegimes, message_bytes, new_peers, receiver_sending
 from hcsim.errors import ConfigError
 from hcsim.testbed.netns import TestbedSpec as Spec
 from hcsim.topology import full_mesh, single_switch
@@ -96,7 +96,7 @@ def synthetic_probes(p, rate, exch, engine, fan, alpha, rndv_s, eager_eff):
         return fixed + steps_of * (alpha + extra) + per_msg_bytes_over_rate * n / eff
 
     out = {}
-    for probe in PROBES:
+    for probe in (p for p in PROBES if p != "p2p_rotate"):
         steps_of = 1 if probe in ("p2p_oneway", "p2p_fanout") else steps
         slope = {"p2p_oneway": 1 / rate, "p2p_exchange": 2 * steps / exch, "p2p_shift": 2 * steps / engine,
                  "p2p_fanout": steps / fan}[probe]
@@ -159,3 +159,82 @@ def test_pair_limit_yaml_round_trip_and_error(tmp_path):
         load_topology(tmp_path / "bad.yaml")
     with pytest.raises(ConfigError, match="pair_limit"):
         MessageRegimes((0, 1000), (0.0, 0.0), (1.0, 1.0), pair_limit=(True,))
+
+
+def test_regime_follows_the_message_not_the_block():
+    # NB (Bruck) allgather, 4 ranks, 600 B blocks, 1 GB/s per direction of every pair: step 0
+    # sends one block to r+1 (600 B, eager: 0.6 us); step 1 sends two blocks to r+2 as two
+    # transfers but one 1200 B message, rendezvous: 5 us + 1200 B charged as 2400 B = 7.4 us
+    topo = with_regimes(full_mesh(4, 1e9), RNDV)
+    assert simulate(topo, "allgather", 2400, "nb").time_us == pytest.approx(0.6 + 5 + 2.4, rel=1e-9)
+
+
+def test_overhead_only_where_the_receiver_sends_elsewhere():
+    when = dataclasses.replace(RNDV, overhead_when=("always", "receiver_sending"))
+    # star broadcast of 2000 B, 3 ranks: the root sends to both at once, the receivers send
+    # nothing: no handshake, 2000 B charged as 4000 B on each pair's own link = 4 us
+    assert simulate(with_regimes(full_mesh(3, 1e9), when), "broadcast", 2000, "star").time_us == pytest.approx(4.0)
+    assert simulate(with_regimes(full_mesh(3, 1e9), RNDV), "broadcast", 2000, "star").time_us == pytest.approx(9.0)
+    # ring allgather of 3 x 2000 B: every receiver sends on, so both steps pay it: 2 x 9 us
+    assert simulate(with_regimes(full_mesh(3, 1e9), when), "allgather", 6000, "ring").time_us == pytest.approx(18.0)
+
+
+def test_new_peer_efficiency_by_hand():
+    slow = MessageRegimes((0,), (0.0,), (1.0,), new_peer_efficiency=(0.5,))
+    # pairwise alltoall, 4 ranks, 1000 B blocks: every step a new peer, every receiver
+    # sending: 3 steps of 1000 B charged as 2000 B = 6 us
+    assert simulate(with_regimes(full_mesh(4, 1e9), slow), "alltoall", 4000, "pairwise").time_us == pytest.approx(6.0)
+    # ring allgather: the same peer every step after the first: 2 + 1 + 1 us
+    assert simulate(with_regimes(full_mesh(4, 1e9), slow), "allgather", 4000, "ring").time_us == pytest.approx(4.0)
+    # star broadcast: new peers, but the receivers send nothing: 1 us
+    assert simulate(with_regimes(full_mesh(3, 1e9), slow), "broadcast", 1000, "star").time_us == pytest.approx(1.0)
+
+
+def test_step_helpers():
+    src, dst = np.array([0, 0, 1, 2]), np.array([1, 1, 0, 0])
+    assert message_bytes(src, dst, np.array([1.0, 2.0, 4.0, 8.0])).tolist() == [3.0, 3.0, 4.0, 8.0]
+    # 0 sends to 1 only (who sends back): not elsewhere; 1 -> 0 and 2 -> 0: 0 sends to 1, which is
+    # elsewhere for 2 but not for 1
+    assert receiver_sending(src, dst, np.ones(4)).tolist() == [False, False, False, True]
+    # a zero-byte transfer is not sending
+    assert receiver_sending(np.array([0, 1]), np.array([1, 2]), np.array([1.0, 0.0])).tolist() == [False, False]
+    from types import SimpleNamespace as S
+    r = np.arange(4)
+    steps = [S(src=r, dst=(r + 1) % 4, nbytes=np.ones(4)), S(src=r, dst=(r + 1) % 4, nbytes=np.ones(4)),
+             S(src=r, dst=(r + 2) % 4, nbytes=np.ones(4))]
+    # a sender's first step is new, step 1 repeats step 0's peer, step 2 is new; a rank that
+    # sends nothing in a step keeps its previous step
+    assert [m.tolist() for m in new_peers(steps)] == [[True] * 4, [False] * 4, [True] * 4]
+    gap = [S(src=r, dst=(r + 1) % 4, nbytes=np.ones(4)), S(src=r[:2], dst=(r[:2] + 2) % 4, nbytes=np.ones(2)),
+           S(src=r, dst=(r + 1) % 4, nbytes=np.ones(4))]
+    assert [m.tolist() for m in new_peers(gap)] == [[True] * 4, [True] * 2, [True, True, False, False]]
+
+
+def test_new_peer_fit_recovers_what_made_the_rotate_probe():
+    probes = synthetic_probes(8, rate=11.8e6, exch=11.9e6, engine=21e6, fan=11.9e6, alpha=40e-6, rndv_s=2e-3,
+                              eager_eff=0.9)
+    base = fit_probes(probes, 8)
+    assert "new_peer_efficiency" not in base["regimes"]
+    truth = {**base, "regimes": {**base["regimes"], "new_peer_efficiency": [0.7, 0.85]}}
+    topo = calibrated_topology(Spec(hosts=8, rate_mbit=100), truth)
+    probes["p2p_rotate"] = [[n, simulate(topo, "alltoall", 8 * n, "pairwise").time_s] for n in PROBE_SIZES]
+    fit = fit_probes(probes, 8)
+    assert fit["regimes"]["new_peer_efficiency"] == pytest.approx([0.7, 0.85], abs=2e-3)
+    assert fit["rms_log_residual"]["p2p_rotate"] < 1e-3
+
+
+def test_new_fields_round_trip_and_reject_bad_values(tmp_path):
+    reg = MessageRegimes((0, 1000), (0.0, 5e-6), (1.0, 0.5), overhead_when=("always", "receiver_sending"),
+                         new_peer_efficiency=(0.9, 0.8))
+    back = load_topology(save_topology(with_regimes(full_mesh(4, 1e9), reg), tmp_path / "t.yaml"))
+    assert back.defaults.message_regimes.overhead_when == reg.overhead_when
+    assert back.defaults.message_regimes.new_peer_efficiency == reg.new_peer_efficiency
+    text = (tmp_path / "t.yaml").read_text()
+    (tmp_path / "w.yaml").write_text(text.replace("overhead_when: receiver_sending", "overhead_when: sometimes"))
+    with pytest.raises(ConfigError, match=r"message_regimes\[1\].overhead_when = 'sometimes'"):
+        load_topology(tmp_path / "w.yaml")
+    (tmp_path / "e.yaml").write_text(text.replace("new_peer_efficiency: 0.8", "new_peer_efficiency: -1"))
+    with pytest.raises(ConfigError, match=r"new_peer_efficiency"):
+        load_topology(tmp_path / "e.yaml")
+    with pytest.raises(ConfigError, match="new_peer_efficiency"):
+        MessageRegimes((0,), (0.0,), (1.0,), new_peer_efficiency=(0.5, 0.5))

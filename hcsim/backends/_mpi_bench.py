@@ -45,7 +45,7 @@ def make_op(comm, collective: str, size: int):
                 comm.Recv(recv, source=0)
 
         return fanout
-    if collective in ("p2p_oneway", "p2p_exchange", "p2p_shift"):
+    if collective in ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_rotate"):
         send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
         r = comm.rank
 
@@ -59,9 +59,12 @@ def make_op(comm, collective: str, size: int):
                 if r ^ 1 < p:
                     for _ in range(p - 1):
                         comm.Sendrecv(send, dest=r ^ 1, recvbuf=recv, source=r ^ 1)
-            else:  # every rank to the next at once, p - 1 times back to back
+            elif collective == "p2p_shift":  # every rank to the next at once, p - 1 times back to back
                 for _ in range(p - 1):
                     comm.Sendrecv(send, dest=(r + 1) % p, recvbuf=recv, source=(r - 1) % p)
+            else:  # as the shift, but step k goes to the k-th next rank: a new peer every step
+                for k in range(1, p):
+                    comm.Sendrecv(send, dest=(r + k) % p, recvbuf=recv, source=(r - k) % p)
 
         return probe
     raise SystemExit(f"collective {collective!r} not supported by the MPI bench")

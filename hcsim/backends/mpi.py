@@ -10,6 +10,7 @@ testbed). Facts this relies on (found while trying it here): PRRTE launches daem
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -118,11 +119,12 @@ def available() -> str | None:
     return None
 
 
-PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout")
+PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout", "p2p_rotate")
 """Point-to-point probes: 0 -> 1 alone (one-way rate); pairs (2i, 2i+1) exchanging, every rank
 at once, p - 1 times back to back (pairwise exchange under full load); every r -> r+1 while
 receiving from r-1, p - 1 times back to back (ring-like steps under full load); 0 -> every
-other rank at once (fan-out). The repeated probes run as many back-to-back steps as a
+other rank at once (fan-out); as the shift, but step k to r+k from r-k (a new peer every
+step; optional in :func:`fit_probes`). The repeated probes run as many back-to-back steps as a
 collective on p ranks does, so their per-step cost is not swamped by the skew with which
 ranks leave the barrier."""
 
@@ -288,11 +290,12 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> 
     >>> round(fit["rate_Bps"] / 1e6, 3), round(fit["engine_Bps"] / 1e6, 3), round(fit["alpha_s"] * 1e6, 3)
     (10.0, 20.0, 100.0)
     """
-    missing = [p for p in PROBES if p not in probes]
+    required = [p for p in PROBES if p != "p2p_rotate"]
+    missing = [p for p in required if p not in probes]
     if missing:
-        raise ConfigError(f"probes: {', '.join(missing)} missing; need all of {', '.join(PROBES)}")
+        raise ConfigError(f"probes: {', '.join(missing)} missing; need all of {', '.join(required)}")
     lines: dict[str, dict[str, tuple]] = {}
-    for probe in PROBES:
+    for probe in required:
         pts = np.asarray(probes[probe], float)
         for regime, sel in (("eager", pts[:, 0] < eager_limit_B), ("rendezvous", pts[:, 0] >= eager_limit_B)):
             if sel.sum() < 2:
@@ -307,17 +310,71 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> 
     # does an exchange overlap its two directions? both together faster than 1.5 x one way
     # (halfway between none, 1 x, and full, 2 x) lifts the pair limit in that regime
     pair_limit = [bool(2 * steps / lines["p2p_exchange"][r][1] < 1.5 * one_way) for r in ("eager", "rendezvous")]
-    return {"alpha_s": alpha,
+    # a one-way rendezvous message pays (next to) no handshake, a shift step does: pay it only
+    # where the receiver is itself sending on
+    handshake = max(shift_r[0] / steps - alpha, 0.0)
+    alone = max(lines["p2p_oneway"]["rendezvous"][0] - lines["p2p_oneway"]["eager"][0], 0.0)
+    fit = {"alpha_s": alpha,
             "rate_Bps": one_way,
             "exchange_Bps": 2 * steps / rndv["p2p_exchange"][1],
             "engine_Bps": 2 * steps / rndv["p2p_shift"][1],
             "fanout_Bps": steps / rndv["p2p_fanout"][1],
             "regimes": {"from_bytes": [0, int(eager_limit_B)],
-                        "overhead_s": [0.0, max(shift_r[0] / steps - alpha, 0.0)],
-                        "efficiency": [shift_r[1] / shift_e[1], 1.0], "pair_limit": pair_limit},
+                        "overhead_s": [0.0, handshake],
+                        "efficiency": [shift_r[1] / shift_e[1], 1.0], "pair_limit": pair_limit,
+                        "overhead_when": ["always", "receiver_sending" if alone < handshake / 2 else "always"]},
             "intercepts_s": {f"{k}.{r}": v[r][0] for k, v in lines.items() for r in v},
             "rms_log_residual": {f"{k}.{r}": v[r][2] for k, v in lines.items() for r in v},
             "probes_s": probes}
+    if "p2p_rotate" in probes:
+        fit["regimes"]["new_peer_efficiency"], fit["rms_log_residual"]["p2p_rotate"] = _fit_new_peer(
+            fit, np.asarray(probes["p2p_rotate"], float), ranks, eager_limit_B)
+    return fit
+
+
+def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, eager_limit_B: int) -> tuple[list, float]:
+    """Each regime's ``new_peer_efficiency``: the value with which the simulated rotating-peer
+    probe (a pairwise alltoall of ``n`` bytes a step on the calibrated endpoints) best matches
+    the measured one in log space (golden-section search over 0.3-1.5); and the rms log
+    residual of the whole probe with those values."""
+    from ..api import simulate
+    from ..testbed.netns import TestbedSpec
+
+    spec = TestbedSpec(hosts=ranks, rate_mbit=fit["rate_Bps"] * 8 / 1e6)
+    bounds = fit["regimes"]["from_bytes"][1:] + [math.inf]
+
+    def log_err(effs, sel):
+        trial = {**fit, "regimes": {**fit["regimes"], "new_peer_efficiency": effs}}
+        topo = calibrated_topology(spec, trial)
+        sim = [simulate(topo, "alltoall", int(n) * ranks, "pairwise", record=False, verify=False).time_s
+               for n in rotate[sel, 0]]
+        return np.log(sim) - np.log(rotate[sel, 1])
+
+    effs = [1.0] * len(bounds)
+    for i, (lo_b, hi_b) in enumerate(zip(fit["regimes"]["from_bytes"], bounds, strict=True)):
+        sel = (rotate[:, 0] >= lo_b) & (rotate[:, 0] < hi_b)
+        if not sel.any():
+            continue
+
+        def cost(e, i=i, sel=sel):
+            return float(np.sum(log_err(effs[:i] + [e] + effs[i + 1:], sel) ** 2))
+
+        a, b = 0.3, 1.5
+        g = (math.sqrt(5) - 1) / 2
+        c, d = b - g * (b - a), a + g * (b - a)
+        fc, fd = cost(c), cost(d)
+        for _ in range(30):
+            if fc < fd:
+                b, d, fd = d, c, fc
+                c = b - g * (b - a)
+                fc = cost(c)
+            else:
+                a, c, fc = c, d, fd
+                d = a + g * (b - a)
+                fd = cost(d)
+        effs[i] = float((a + b) / 2)
+    all_sel = np.ones(len(rotate), dtype=bool)
+    return effs, float(np.sqrt(np.mean(log_err(effs, all_sel) ** 2)))
 
 
 def calibrated_topology(testbed, fit: dict):
@@ -333,7 +390,9 @@ def calibrated_topology(testbed, fit: dict):
     rate = fit["rate_Bps"]
     reg = fit.get("regimes")
     regimes = (MessageRegimes(tuple(reg["from_bytes"]), tuple(reg["overhead_s"]), tuple(reg["efficiency"]),
-                              tuple(reg["pair_limit"]) if reg.get("pair_limit") is not None else None)
+                              tuple(reg["pair_limit"]) if reg.get("pair_limit") is not None else None,
+                              tuple(reg["overhead_when"]) if reg.get("overhead_when") is not None else None,
+                              tuple(reg["new_peer_efficiency"]) if reg.get("new_peer_efficiency") is not None else None)
                if reg else None)
     t = Topology(f"testbed-{s.hosts}x{s.rate_mbit:g}mbit-calibrated",
                  "netns testbed calibrated from point-to-point probes",

@@ -33,7 +33,7 @@ import simpy
 from ..errors import StuckScheduleError, bad_value
 from ..topology.model import ROUTING_POLICIES
 from .fairshare import max_min_rates
-from .regimes import MessageRegimes
+from .regimes import MessageRegimes, message_bytes, new_peers, receiver_sending
 
 _COMPLETE, _ACTIVATE = 0, 1
 
@@ -115,14 +115,18 @@ class _StepState:
     __slots__ = ("k", "src", "dst", "nbytes", "charged", "extra_s", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
                  "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero")
 
-    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None):
+    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
         if regimes is None:
             self.charged, self.extra_s = self.nbytes, None
         else:  # what each transfer costs its resources, and what it adds to its start
-            self.extra_s, self.charged = regimes.costs(self.nbytes)
+            busy = (receiver_sending(step.src, step.dst, step.nbytes)
+                    if regimes.conditional or regimes.peer_aware else None)
+            active = (np.isin(step.dst, step.src[step.nbytes > 0]) if new_peer is not None else None)
+            self.extra_s, self.charged = regimes.costs(self.nbytes, message_bytes(step.src, step.dst, step.nbytes),
+                                                       busy, new_peer, active)
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
         self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step
@@ -200,6 +204,9 @@ class FlowSimulator:
         regimes = config.message_regimes
         self._regimes = None if regimes is None or regimes.trivial else regimes
         self._pair_split = self._regimes is not None and self._regimes.pair_limit is not None
+        self._limits_exchanges = bool(self.net.exchange_res)
+        self._new_peer = (new_peers(schedule.steps) if self._regimes is not None and self._regimes.peer_aware
+                          else None)
         # events
         self.heap: list = []
         self.seq = 0
@@ -241,14 +248,14 @@ class FlowSimulator:
     # ---------------------------------------------------------------- steps
     def _routing(self, step) -> _StepRouting:
         cache = self._route_cache
-        split = self._pair_split
         if (cache is not None and cache[0] is step.src and cache[1] is step.dst
-                and (not split or cache[3] is step.nbytes)):
+                and (not self._limits_exchanges or cache[3] is step.nbytes)):
             return cache[2]
         net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
-        # a message whose regime lifts the pair-exchange limit takes a route without it
-        keys = nodes * 2 + (self._regimes.pair_limited(step.nbytes) if split else 1)
+        # a transfer whose receiver sends back to its sender is an exchange: it takes a route
+        # through both NPUs' exchange limits, unless its message's regime lifts them
+        keys = nodes * 2 + (self._exchanges(step) if self._limits_exchanges else 0)
         uniq, inv = np.unique(keys, return_inverse=True)
         groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, self.cfg.qps, bool(u % 2))
                   for u in uniq]
@@ -274,12 +281,20 @@ class FlowSimulator:
             self.path_bytes = np.concatenate([self.path_bytes, np.zeros(len(p_lat) - self.path_bytes.size)])
         return route
 
+    def _exchanges(self, step) -> np.ndarray:
+        live = step.nbytes > 0
+        m = self.p
+        back = np.isin(step.dst.astype(np.int64) * m + step.src, step.src[live].astype(np.int64) * m + step.dst[live])
+        if self._pair_split:
+            back &= self._regimes.pair_limited(message_bytes(step.src, step.dst, step.nbytes))
+        return back.astype(np.int64)
+
     def _state(self, k) -> _StepState:
         st = self.states.get(k)
         if st is None:
             step = self.schedule.steps[k]
             st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps,
-                            self._regimes)
+                            self._regimes, None if self._new_peer is None else self._new_peer[k])
             self.next_gid += st.n
             self.step_count[k] = st.n
             r = st.route  # every byte of the step will cross its paths: count them once here

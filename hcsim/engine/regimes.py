@@ -38,6 +38,19 @@ class MessageRegimes:
         regime (None: in every regime). Open MPI's TCP transport overlaps the two
         directions of an eager exchange but not of a rendezvous one, whose clear-to-send
         queues behind the peer's own data.
+    overhead_when : tuple of str or None
+        When that regime's ``overhead_s`` is paid (None: always): ``"always"``, or
+        ``"receiver_sending"``, only by a message whose receiver sends, in the same step, to
+        a rank other than this message's sender. Open MPI's rendezvous handshake is slow
+        only then: the receiver's clear-to-send queues behind its own outgoing data (a
+        one-way rendezvous message pays nothing; a shift step, where every rank sends on,
+        pays it).
+    new_peer_efficiency : tuple of float or None
+        A further efficiency (None: 1 in every regime) for a message that goes to a peer its
+        sender did not send to in its previous step, and whose receiver sends in the same
+        step too: a connection used once per step under load runs slower than one
+        reused step after step (Open MPI over TCP, measured with a rotating-peer probe
+        against the fixed-peer shift). A sender's first step is always to new peers.
 
     Examples
     --------
@@ -51,9 +64,22 @@ class MessageRegimes:
     overhead_s: tuple = (0.0,)
     efficiency: tuple = (1.0,)
     pair_limit: tuple | None = None
+    overhead_when: tuple | None = None
+    new_peer_efficiency: tuple | None = None
 
     def __post_init__(self):
         k = len(self.from_bytes)
+        if self.new_peer_efficiency is not None:
+            if len(self.new_peer_efficiency) != k:
+                raise bad_value("message_regimes.new_peer_efficiency", self.new_peer_efficiency,
+                                f"{k} numbers, one per regime")
+            for i, v in enumerate(self.new_peer_efficiency):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                    raise bad_value(f"message_regimes[{i}].new_peer_efficiency", v, "a finite number > 0")
+        if self.overhead_when is not None and (len(self.overhead_when) != k
+                                               or any(w not in OVERHEAD_WHEN for w in self.overhead_when)):
+            raise bad_value("message_regimes.overhead_when", self.overhead_when,
+                            f"{k} of {', '.join(OVERHEAD_WHEN)}, one per regime")
         if self.pair_limit is not None and (len(self.pair_limit) != k
                                             or not all(isinstance(v, (bool, np.bool_)) for v in self.pair_limit)):
             raise bad_value("message_regimes.pair_limit", self.pair_limit, f"{k} booleans, one per regime")
@@ -78,7 +104,12 @@ class MessageRegimes:
     def trivial(self) -> bool:
         """True when no regime adds a cost (the model without regimes)."""
         return (all(v == 0 for v in self.overhead_s) and all(e == 1 for e in self.efficiency)
-                and (self.pair_limit is None or all(self.pair_limit)))
+                and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware)
+
+    @property
+    def peer_aware(self) -> bool:
+        """True when some regime charges a message to a new peer differently."""
+        return self.new_peer_efficiency is not None and any(e != 1 for e in self.new_peer_efficiency)
 
     def pair_limited(self, nbytes) -> np.ndarray:
         """Whether the pair-exchange limit holds for each message size."""
@@ -90,8 +121,113 @@ class MessageRegimes:
         """Index of the regime of each message size."""
         return np.searchsorted(np.asarray(self.from_bytes), np.asarray(nbytes, dtype=float), side="right") - 1
 
-    def costs(self, nbytes) -> tuple[np.ndarray, np.ndarray]:
-        """``(overhead_s, charged_bytes)`` for each message size in ``nbytes``."""
+    @property
+    def conditional(self) -> bool:
+        """True when some regime pays its overhead only under a condition."""
+        return self.overhead_when is not None and any(w != "always" for w in self.overhead_when)
+
+    def costs(self, nbytes, message_bytes=None, receiver_sending=None, new_peer=None,
+              receiver_active=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(overhead_s, charged_bytes)`` for each transfer of ``nbytes``, in the regime of
+        its message (``message_bytes``, by default the transfer itself: see
+        :func:`message_bytes`). ``receiver_sending`` (:func:`receiver_sending`; None: every
+        receiver sends elsewhere), ``new_peer`` (:func:`new_peers`; None: no transfer goes to
+        a new peer) and ``receiver_active`` (whether the receiver sends anything in the step;
+        None: it does) decide the conditional costs."""
         n = np.asarray(nbytes, dtype=float)
-        k = self.regime_of(n)
-        return np.asarray(self.overhead_s, float)[k], n / np.asarray(self.efficiency, float)[k]
+        k = self.regime_of(n if message_bytes is None else message_bytes)
+        extra = np.asarray(self.overhead_s, float)[k]
+        busy = np.ones(n.shape, bool) if receiver_sending is None else np.asarray(receiver_sending, bool)
+        if self.conditional:
+            only_then = np.asarray([w == "receiver_sending" for w in self.overhead_when])[k]
+            extra = np.where(only_then & ~busy, 0.0, extra)
+        eff = np.asarray(self.efficiency, float)[k]
+        if self.peer_aware and new_peer is not None:
+            active = np.ones(n.shape, bool) if receiver_active is None else np.asarray(receiver_active, bool)
+            eff = np.where(np.asarray(new_peer, bool) & active, eff * np.asarray(self.new_peer_efficiency, float)[k],
+                           eff)
+        return extra, n / eff
+
+
+OVERHEAD_WHEN = ("always", "receiver_sending")
+"""When a regime's overhead is paid (:attr:`MessageRegimes.overhead_when`)."""
+
+
+def receiver_sending(src, dst, nbytes) -> np.ndarray:
+    """For each transfer of a step, whether its receiver sends, in the same step, bytes to a
+    rank other than the transfer's sender.
+
+    Examples
+    --------
+    A shift (0->1->2->0) and an exchange (0<->1):
+
+    >>> receiver_sending(np.array([0, 1, 2]), np.array([1, 2, 0]), np.ones(3)).tolist()
+    [True, True, True]
+    >>> receiver_sending(np.array([0, 1]), np.array([1, 0]), np.ones(2)).tolist()
+    [False, False]
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    live = np.asarray(nbytes, dtype=float) > 0
+    if not live.any():
+        return np.zeros(src.shape, dtype=bool)
+    m = int(max(src.max(), dst.max())) + 1
+    pairs = np.unique(src[live] * m + dst[live])
+    peers = np.bincount(pairs // m, minlength=m)  # distinct ranks each rank sends to
+    back = np.isin(dst * m + src, pairs)            # the receiver also sends to this sender
+    return peers[dst] - back > 0
+
+
+def new_peers(steps) -> list[np.ndarray]:
+    """For each step of a schedule, whether each transfer goes to a peer its sender did not
+    send to in its own previous step (the last earlier step in which it sent anything; a
+    sender's first step is always to new peers).
+
+    Examples
+    --------
+    A ring (same peer every step) and a pairwise exchange (a new peer every step), 4 ranks:
+
+    >>> from types import SimpleNamespace as S
+    >>> r = np.arange(4)
+    >>> ring = [S(src=r, dst=(r + 1) % 4, nbytes=np.ones(4))] * 3
+    >>> [bool(m.any()) for m in new_peers(ring)]
+    [True, False, False]
+    >>> pw = [S(src=r, dst=(r + k) % 4, nbytes=np.ones(4)) for k in (1, 2, 3)]
+    >>> [bool(m.all()) for m in new_peers(pw)]
+    [True, True, True]
+    """
+    keys, last, out = [], np.full(0, -1, dtype=np.int64), []
+    m = 1 + max((int(max(s.src.max(), s.dst.max())) for s in steps if len(s.src)), default=0)
+    last = np.full(m, -1, dtype=np.int64)
+    for k, s in enumerate(steps):
+        src, dst = np.asarray(s.src, dtype=np.int64), np.asarray(s.dst, dtype=np.int64)
+        live = np.asarray(s.nbytes, float) > 0
+        keys.append(np.unique(src[live] * m + dst[live]))
+        prev = last[src]
+        new = np.ones(src.shape, dtype=bool)
+        for j in np.unique(prev[prev >= 0]):
+            sel = prev == j
+            new[sel] = ~np.isin(src[sel] * m + dst[sel], keys[j])
+        out.append(new)
+        last[np.unique(src[live])] = k
+    return out
+
+
+def message_bytes(src, dst, nbytes) -> np.ndarray:
+    """For each transfer of a step, the bytes its sender sends its receiver in that step.
+
+    A schedule may list a step's data to one peer as several transfers (one per block, as
+    the Bruck and NHR builders do), but a library sends it as one message (HCCL lays the
+    blocks out contiguously; Open MPI's Bruck sends them with one ``sendrecv``), and a
+    transport picks its protocol by the message's size, not the block's.
+
+    Examples
+    --------
+    >>> message_bytes(np.array([0, 0, 1]), np.array([1, 1, 0]), np.array([100, 200, 50])).tolist()
+    [300.0, 300.0, 50.0]
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=float)
+    if n.size == 0:
+        return n
+    _, inv = np.unique(src * (int(max(src.max(), dst.max())) + 1) + dst, return_inverse=True)
+    return np.bincount(inv, weights=n)[inv]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from ..engine.regimes import MessageRegimes
+from ..engine.regimes import OVERHEAD_WHEN, MessageRegimes
 from ..errors import ConfigError, HcsimError
 from . import ascend, builders
 from .model import EXPANSION_MODES, PRODUCTS, ExecutionDefaults, Topology
@@ -42,7 +42,7 @@ _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "no
              "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
                  "modes", "message_regimes"}
-_REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit"}
+_REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
@@ -266,7 +266,7 @@ def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
 def _regimes(where, v) -> MessageRegimes:
     if not isinstance(v, list) or not v:
         raise ConfigError(f"{where} = {v!r}: a list of {{from_bytes, overhead_us, efficiency}}, the first from 0")
-    starts, overheads, effs, pairs = [], [], [], []
+    starts, overheads, effs, pairs, when, newp = [], [], [], [], [], []
     for i, r in enumerate(v):
         if not isinstance(r, dict):
             raise ConfigError(f"{where}[{i}] = {r!r}: a mapping with from_bytes, overhead_us, efficiency")
@@ -278,8 +278,15 @@ def _regimes(where, v) -> MessageRegimes:
         if not isinstance(pl, bool):
             raise ConfigError(f"{where}[{i}].pair_limit = {pl!r}: true or false")
         pairs.append(pl)
+        w = r.get("overhead_when", "always")
+        if w not in OVERHEAD_WHEN:
+            raise ConfigError(f"{where}[{i}].overhead_when = {w!r}: one of {', '.join(OVERHEAD_WHEN)}")
+        when.append(w)
+        newp.append(_num(f"{where}[{i}].new_peer_efficiency", r.get("new_peer_efficiency", 1.0)))
     try:
-        return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs))
+        return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs),
+                              None if all(w == "always" for w in when) else tuple(when),
+                              None if all(e == 1 for e in newp) else tuple(newp))
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
 

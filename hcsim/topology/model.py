@@ -218,10 +218,14 @@ class Topology:
         reg = self.defaults.message_regimes
         if reg is not None:
             pairs = reg.pair_limit if reg.pair_limit is not None else (None,) * len(reg.from_bytes)
+            when = reg.overhead_when if reg.overhead_when is not None else (None,) * len(reg.from_bytes)
+            newp = reg.new_peer_efficiency if reg.new_peer_efficiency is not None else (None,) * len(reg.from_bytes)
             defaults["message_regimes"] = [
                 {"from_bytes": int(b), "overhead_us": float(o) * 1e6, "efficiency": float(e),
-                 **({} if pl is None else {"pair_limit": bool(pl)})}
-                for b, o, e, pl in zip(reg.from_bytes, reg.overhead_s, reg.efficiency, pairs, strict=True)]
+                 **({} if pl is None else {"pair_limit": bool(pl)}), **({} if w is None else {"overhead_when": w}),
+                 **({} if ne is None else {"new_peer_efficiency": float(ne)})}
+                for b, o, e, pl, w, ne in zip(reg.from_bytes, reg.overhead_s, reg.efficiency, pairs, when, newp,
+                                              strict=True)]
         out = {"name": self.name, "description": self.description, "defaults": defaults}
         if self.provenance:
             out["provenance"] = self.provenance
@@ -337,29 +341,26 @@ class _Compiled:
             if d["kind"] == "npu" and d["spec"].engine_Bps is not None:
                 self.engine_res[self.node_index[n]] = len(caps)
                 caps.append(d["spec"].engine_Bps)
-        # Pair-exchange resources: one per unordered pair of NPUs that both limit exchanges.
-        self.pair_res = {}
-        exch = [(self.node_index[n], d["spec"].exchange_Bps) for n, d in g.nodes(data=True)
-                if d["kind"] == "npu" and d["spec"].exchange_Bps is not None]
-        if len(exch) > 512:
-            raise bad_value("exchange_bandwidth", f"{len(exch)} NPUs", "at most 512 NPUs may set it (one resource a pair)")
-        for a in range(len(exch)):
-            for b in range(a + 1, len(exch)):
-                (i, ci), (j, cj) = exch[a], exch[b]
-                self.pair_res[(min(i, j), max(i, j))] = len(caps)
-                caps.append(min(ci, cj))
+        # Exchange resources: one per NPU that limits its exchanges (traffic with peers that
+        # send back to it in the same step, both directions and all such peers together).
+        self.exchange_res = {}
+        for n, d in g.nodes(data=True):
+            if d["kind"] == "npu" and d["spec"].exchange_Bps is not None:
+                self.exchange_res[self.node_index[n]] = len(caps)
+                caps.append(d["spec"].exchange_Bps)
         self.capacity_Bps = np.asarray(caps, dtype=float)
         self.paths = PathStore()
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
 
     def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
-              pair: bool = True) -> tuple[int, ...]:
+              pair: bool = False) -> tuple[int, ...]:
         """Path ids a transfer from node ``src`` to node ``dst`` uses under ``policy``.
 
         With ``qps > 1`` (ECMP only) the transfer is split over that many queue pairs, each
         hashed onto a path on its own (two may land on the same path), as RDMA traffic with
-        HCCL_RDMA_QPS_PER_CONNECTION is. ``pair=False`` leaves out the two NPUs' pair-exchange
-        limit (a message in a regime where the transport overlaps an exchange's directions).
+        HCCL_RDMA_QPS_PER_CONNECTION is. ``pair=True`` adds both NPUs' exchange limits (for a
+        transfer whose receiver sends back to its sender in the same step, in a message
+        regime where the transport does not overlap an exchange's directions).
         """
         key = (src, dst, policy, seed, qps, pair)
         hit = self._routes.get(key)
@@ -389,9 +390,8 @@ class _Compiled:
             for end in (src, dst):
                 if end in self.engine_res:
                     res.append(self.engine_res[end])
-            pair_id = self.pair_res.get((min(src, dst), max(src, dst))) if pair else None
-            if pair_id is not None:
-                res.append(pair_id)
+            if pair:
+                res += [self.exchange_res[end] for end in (src, dst) if end in self.exchange_res]
             lat = float(sum(self.link_specs[li].latency_s for li in lp))
             inline = bool(lp) and all(self.link_specs[li].inline_reduce for li in lp)
             bottleneck = float(self.capacity_Bps[res].min())

@@ -75,10 +75,11 @@ class NpuSpec:
         Sending and receiving share one engine: their rates together stay within
         ``injection_Bps`` (or ``ejection_Bps`` if only that is set).
     exchange_Bps : float or None
-        Traffic between this NPU and any one peer, both directions together, stays within
-        this (an exchange with one peer does not overlap its directions, as Open MPI's TCP
-        transport behaves), while traffic to and from different peers still overlaps.
-        Applies when both ends set it (their minimum); None: no such limit.
+        This NPU's exchanges -- its traffic with peers that send back to it in the same
+        step -- stay within this, both directions and all such peers together (Open MPI's
+        TCP transport does not overlap the directions of a rendezvous exchange: each
+        clear-to-send queues behind the data going the same way), while a send to one peer
+        and a receive from another still overlap. None: no such limit.
     engine_Bps : float or None
         What the NPU sends and receives together, over all peers (its transport's duplex
         overlap: between ``max(injection, ejection)`` for none and their sum for full).
