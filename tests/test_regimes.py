@@ -221,6 +221,15 @@ def test_new_peer_fit_recovers_what_made_the_rotate_probe():
     fit = fit_probes(probes, 8)
     assert fit["regimes"]["new_peer_efficiency"] == pytest.approx([0.7, 0.85], abs=2e-3)
     assert fit["rms_log_residual"]["p2p_rotate"] < 1e-3
+    # on a 2-leaf testbed the probe's steps cross the uplinks: fitted on the testbed it ran on,
+    # the same values come back; fitted as if on one switch, the uplinks' delay is taken for
+    # a slow endpoint
+    leafy = Spec(hosts=8, rate_mbit=100, leaves=2, uplink_mbit=100)
+    topo = calibrated_topology(leafy, truth)
+    probes["p2p_rotate"] = [[n, simulate(topo, "alltoall", 8 * n, "pairwise").time_s] for n in PROBE_SIZES]
+    fit = fit_probes(probes, 8, spec=leafy)
+    assert fit["regimes"]["new_peer_efficiency"] == pytest.approx([0.7, 0.85], abs=2e-3)
+    assert fit_probes(probes, 8)["regimes"]["new_peer_efficiency"][1] < 0.6
 
 
 def test_new_fields_round_trip_and_reject_bad_values(tmp_path):

@@ -253,10 +253,10 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7) -> dict:
     for probe in PROBES:
         df = run_mpi_sweep(testbed, probe, sizes, "p2p", iterations)
         probes[probe] = [[int(n), float(t) * 1e-6] for n, t in zip(df["size_bytes"], df["time_us"], strict=True)]
-    return fit_probes(probes, len(testbed.hosts))
+    return fit_probes(probes, len(testbed.hosts), spec=testbed.spec)
 
 
-def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> dict:
+def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spec=None) -> dict:
     """Calibrate the testbed's endpoint model from point-to-point probe times.
 
     Each probe's times are split at ``eager_limit_B`` and each regime is fitted with
@@ -281,6 +281,10 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> 
         Ranks the probes ran on.
     eager_limit_B : int
         Where the transport's rendezvous regime starts.
+    spec : TestbedSpec, optional
+        The testbed the probes ran on (default: ``ranks`` hosts on one switch); the
+        rotating-peer probe is simulated on it, since on a leaf-spine its steps cross the
+        uplinks.
 
     Examples
     --------
@@ -328,11 +332,11 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B) -> 
             "probes_s": probes}
     if "p2p_rotate" in probes:
         fit["regimes"]["new_peer_efficiency"], fit["rms_log_residual"]["p2p_rotate"] = _fit_new_peer(
-            fit, np.asarray(probes["p2p_rotate"], float), ranks, eager_limit_B)
+            fit, np.asarray(probes["p2p_rotate"], float), ranks, spec)
     return fit
 
 
-def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, eager_limit_B: int) -> tuple[list, float]:
+def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, spec=None) -> tuple[list, float]:
     """Each regime's ``new_peer_efficiency``: the value with which the simulated rotating-peer
     probe (a pairwise alltoall of ``n`` bytes a step on the calibrated endpoints) best matches
     the measured one in log space (golden-section search over 0.3-1.5); and the rms log
@@ -340,7 +344,10 @@ def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, eager_limit_B: int)
     from ..api import simulate
     from ..testbed.netns import TestbedSpec
 
-    spec = TestbedSpec(hosts=ranks, rate_mbit=fit["rate_Bps"] * 8 / 1e6)
+    if spec is None:
+        spec = TestbedSpec(hosts=ranks, rate_mbit=fit["rate_Bps"] * 8 / 1e6)
+    elif spec.hosts != ranks:
+        raise ConfigError(f"spec.hosts = {spec.hosts}: the probes ran on {ranks} ranks")
     bounds = fit["regimes"]["from_bytes"][1:] + [math.inf]
 
     def log_err(effs, sel):
