@@ -386,8 +386,9 @@ def _cmd_calibrate(a) -> int:
         print(f"# point-to-point fit: one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f}"
               f" MB/s, send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
               f"per step {fit['alpha_s'] * 1e6:.1f} us, rendezvous (>= {fit['regimes']['from_bytes'][1]} B) "
-              f"+{fit['regimes']['overhead_s'][1] * 1e6:.0f} us a message, eager efficiency "
-              f"{fit['regimes']['efficiency'][0]:.3f}")
+              f"+{fit['regimes']['overhead_s'][1] * 1e6:.0f} us a message ({fit['regimes']['overhead_when'][1]}), "
+              f"eager efficiency {fit['regimes']['efficiency'][0]:.3f}, new-peer efficiency "
+              f"{'/'.join(f'{e:.3f}' for e in fit['regimes'].get('new_peer_efficiency', [1.0, 1.0]))}")
         print(f"# written to {save_topology(topo, a.out)}")
         return 0
     if a.measured is None or a.topology is None:

@@ -195,7 +195,7 @@ def new_peers(steps) -> list[np.ndarray]:
     >>> [bool(m.all()) for m in new_peers(pw)]
     [True, True, True]
     """
-    keys, last, out = [], np.full(0, -1, dtype=np.int64), []
+    keys, out = [], []
     m = 1 + max((int(max(s.src.max(), s.dst.max())) for s in steps if len(s.src)), default=0)
     last = np.full(m, -1, dtype=np.int64)
     for k, s in enumerate(steps):
