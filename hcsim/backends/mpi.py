@@ -363,25 +363,33 @@ def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, spec=None) -> tuple
         if not sel.any():
             continue
 
-        def cost(e, i=i, sel=sel):
-            return float(np.sum(log_err(effs[:i] + [e] + effs[i + 1:], sel) ** 2))
-
-        a, b = 0.3, 1.5
-        g = (math.sqrt(5) - 1) / 2
-        c, d = b - g * (b - a), a + g * (b - a)
-        fc, fd = cost(c), cost(d)
-        for _ in range(30):
-            if fc < fd:
-                b, d, fd = d, c, fc
-                c = b - g * (b - a)
-                fc = cost(c)
-            else:
-                a, c, fc = c, d, fd
-                d = a + g * (b - a)
-                fd = cost(d)
-        effs[i] = float((a + b) / 2)
+        effs[i] = _golden_min(lambda e, i=i, sel=sel: float(np.sum(log_err(effs[:i] + [e] + effs[i + 1:], sel) ** 2)),
+                              0.3, 1.5)
     all_sel = np.ones(len(rotate), dtype=bool)
     return effs, float(np.sqrt(np.mean(log_err(effs, all_sel) ** 2)))
+
+
+def _golden_min(f, a: float, b: float, iterations: int = 30) -> float:
+    """The minimum of a unimodal ``f`` on ``[a, b]`` by golden-section search.
+
+    Examples
+    --------
+    >>> round(_golden_min(lambda x: (x - 0.7) ** 2, 0.3, 1.5), 4)
+    0.7
+    """
+    g = (math.sqrt(5) - 1) / 2
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iterations):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return float((a + b) / 2)
 
 
 def calibrated_topology(testbed, fit: dict):
