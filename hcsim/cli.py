@@ -388,7 +388,10 @@ def _cmd_calibrate(a) -> int:
               f"per step {fit['alpha_s'] * 1e6:.1f} us, rendezvous (>= {fit['regimes']['from_bytes'][1]} B) "
               f"+{fit['regimes']['overhead_s'][1] * 1e6:.0f} us a message ({fit['regimes']['overhead_when'][1]}), "
               f"eager efficiency {fit['regimes']['efficiency'][0]:.3f}, new-peer efficiency "
-              f"{'/'.join(f'{e:.3f}' for e in fit['regimes'].get('new_peer_efficiency', [1.0, 1.0]))}")
+              f"{'/'.join(f'{e:.3f}' for e in fit['regimes'].get('new_peer_efficiency', [1.0, 1.0]))}, reduction "
+              + (f"{fit['reduce_Bps'] / 1e9:.2f} GB/s" if "reduce_Bps" in fit else "not measured")
+              + ("" if "cross_Bps" not in fit else f", uplink {fit['cross_Bps'] / 1e6:.2f} MB/s "
+                 + ("(the bottleneck: used)" if "uplink_Bps" in fit else "(at least: hosts were the bottleneck)")))
         print(f"# written to {save_topology(topo, a.out)}")
         return 0
     if a.measured is None or a.topology is None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hcsim import simulate
-from hcsim.backends.mpi import PROBE_SIZES, PROBES, calibrated_topology, fit_probes
+from hcsim.backends.mpi import OPTIONAL_PROBES, PROBE_SIZES, PROBES, calibrated_topology, fit_probes
 from hcsim.engine.regimes import MessageRegimes, message_bytes, new_peers, receiver_sending
 from hcsim.errors import ConfigError
 from hcsim.testbed.netns import TestbedSpec as Spec
@@ -96,7 +96,7 @@ def synthetic_probes(p, rate, exch, engine, fan, alpha, rndv_s, eager_eff):
         return fixed + steps_of * (alpha + extra) + per_msg_bytes_over_rate * n / eff
 
     out = {}
-    for probe in (p for p in PROBES if p != "p2p_rotate"):
+    for probe in (p for p in PROBES if p not in OPTIONAL_PROBES):
         steps_of = 1 if probe in ("p2p_oneway", "p2p_fanout") else steps
         slope = {"p2p_oneway": 1 / rate, "p2p_exchange": 2 * steps / exch, "p2p_shift": 2 * steps / engine,
                  "p2p_fanout": steps / fan}[probe]
@@ -247,3 +247,56 @@ def test_new_fields_round_trip_and_reject_bad_values(tmp_path):
         load_topology(tmp_path / "e.yaml")
     with pytest.raises(ConfigError, match="new_peer_efficiency"):
         MessageRegimes((0,), (0.0,), (1.0,), new_peer_efficiency=(0.5, 0.5))
+
+
+def _cross_probe(p, n):
+    """The cross probe as a schedule: r -> r + p/2 for r < p/2, p - 1 steps of n bytes."""
+    from hcsim.algorithms.schedule import Schedule, make_step
+
+    def build(args):
+        half = args.p // 2
+        step = make_step(np.arange(half), np.arange(half) + half, n, False, 0, 1)
+        return Schedule(args, 1, [step] * (args.p - 1), np.array([n]))
+    return build
+
+
+def test_cross_probe_fits_the_uplink_where_it_is_the_bottleneck():
+    probes = synthetic_probes(8, rate=11.8e6, exch=11.9e6, engine=21e6, fan=11.9e6, alpha=40e-6, rndv_s=2e-3,
+                              eager_eff=0.9)
+    leafy = Spec(hosts=8, rate_mbit=100, leaves=2, uplink_mbit=100)
+    base = fit_probes(probes, 8, spec=leafy)
+    # a true uplink at 7 MB/s (the nominal, scaled like the hosts, would be 11.8): the probe's
+    # 4 flows share it, so one step of n bytes takes 4 n / 7e6 plus the per-step cost and (the
+    # synthetic one-way probe pays it too) the rendezvous overhead (simulated, not assumed)
+    topo = calibrated_topology(leafy, {**base, "uplink_Bps": 7e6})
+    cross = [[n, simulate(topo, "alltoall", n, _cross_probe(8, n), verify=False).time_s] for n in PROBE_SIZES]
+    assert cross[-1][1] == pytest.approx(7 * (4 * 1048576 / 7e6 + 40e-6 + 2e-3), rel=1e-6)
+    fit = fit_probes({**probes, "p2p_cross": cross}, 8, spec=leafy)
+    assert fit["uplink_Bps"] == pytest.approx(7e6, rel=1e-6)
+    assert calibrated_topology(leafy, fit).link_spec("leaf0", "spine").bandwidth_Bps == pytest.approx(7e6, rel=1e-6)
+    # a fat uplink: the hosts limit the probe, which then only bounds the uplink from below,
+    # so the nominal (scaled) rate stays
+    fat = Spec(hosts=8, rate_mbit=100, leaves=2, uplink_mbit=800)
+    topo = calibrated_topology(fat, base)
+    cross = [[n, simulate(topo, "alltoall", n, _cross_probe(8, n), verify=False).time_s] for n in PROBE_SIZES]
+    fit = fit_probes({**probes, "p2p_cross": cross}, 8, spec=fat)
+    assert "uplink_Bps" not in fit and fit["cross_Bps"] == pytest.approx(4 * 11.8e6, rel=1e-6)
+    assert calibrated_topology(fat, fit).link_spec("leaf0", "spine").bandwidth_Bps == pytest.approx(8 * 11.8e6, rel=1e-6)
+    # on one switch the probe has nothing to fit
+    assert "cross_Bps" not in fit_probes({**probes, "p2p_cross": cross}, 8)
+
+
+def test_reduction_probe_sets_the_reduction_rate_and_reduce_scatter_pays_it():
+    probes = synthetic_probes(8, rate=11.8e6, exch=11.9e6, engine=21e6, fan=11.9e6, alpha=40e-6, rndv_s=2e-3,
+                              eager_eff=0.9)
+    probes["reduce_local"] = [[n, 5e-6 + 7 * n / 2e8] for n in PROBE_SIZES]
+    fit = fit_probes(probes, 8)
+    assert fit["reduce_Bps"] == pytest.approx(2e8, rel=1e-6)
+    topo = calibrated_topology(Spec(hosts=8, rate_mbit=100), fit)
+    # ring reduce-scatter and ring allgather move the same blocks; the former reduces each of
+    # its 7 received blocks of n/8 after it arrives, on the critical path
+    n = 8 * 262144
+    rs, ag = (simulate(topo, c, n, "ring").time_s for c in ("reducescatter", "allgather"))
+    assert rs - ag == pytest.approx(7 * 262144 / 2e8, rel=1e-6)
+    assert calibrated_topology(Spec(hosts=8, rate_mbit=100), fit_probes(synthetic_probes(
+        8, 11.8e6, 11.9e6, 21e6, 11.9e6, 40e-6, 2e-3, 0.9), 8)).npu_spec("npu0").reduce_Bps == np.inf

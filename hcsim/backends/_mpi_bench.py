@@ -45,7 +45,15 @@ def make_op(comm, collective: str, size: int):
                 comm.Recv(recv, source=0)
 
         return fanout
-    if collective in ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_rotate"):
+    if collective == "reduce_local":  # every rank reduces n bytes into n bytes, p - 1 times
+        send, acc = np.ones(whole, np.uint8), np.zeros(whole, np.uint8)
+
+        def reduce_local():
+            for _ in range(p - 1):
+                MPI.SUM.Reduce_local(send, acc)
+
+        return reduce_local
+    if collective in ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_rotate", "p2p_cross"):
         send, recv = np.ones(whole, np.uint8), np.empty(whole, np.uint8)
         r = comm.rank
 
@@ -59,6 +67,13 @@ def make_op(comm, collective: str, size: int):
                 if r ^ 1 < p:
                     for _ in range(p - 1):
                         comm.Sendrecv(send, dest=r ^ 1, recvbuf=recv, source=r ^ 1)
+            elif collective == "p2p_cross":  # the first half sends to the second at once, p - 1 times
+                half = p // 2
+                for _ in range(p - 1):
+                    if r < half:
+                        comm.Send(send, dest=r + half)
+                    elif r < 2 * half:
+                        comm.Recv(recv, source=r - half)
             elif collective == "p2p_shift":  # every rank to the next at once, p - 1 times back to back
                 for _ in range(p - 1):
                     comm.Sendrecv(send, dest=(r + 1) % p, recvbuf=recv, source=(r - 1) % p)

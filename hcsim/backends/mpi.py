@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,14 +120,19 @@ def available() -> str | None:
     return None
 
 
-PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout", "p2p_rotate")
+PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout", "p2p_rotate", "p2p_cross", "reduce_local")
 """Point-to-point probes: 0 -> 1 alone (one-way rate); pairs (2i, 2i+1) exchanging, every rank
 at once, p - 1 times back to back (pairwise exchange under full load); every r -> r+1 while
 receiving from r-1, p - 1 times back to back (ring-like steps under full load); 0 -> every
 other rank at once (fan-out); as the shift, but step k to r+k from r-k (a new peer every
-step; optional in :func:`fit_probes`). The repeated probes run as many back-to-back steps as a
-collective on p ranks does, so their per-step cost is not swamped by the skew with which
-ranks leave the barrier."""
+step); the first half of the ranks sending to the second, r -> r + p/2, p - 1 times (on a
+leaf-spine the flows cross the uplinks: their rate); and one local probe, every rank reducing
+n bytes into n bytes p - 1 times at once (the reduction rate with every rank busy). The
+repeated probes run as many back-to-back steps as a collective on p ranks does, so their
+per-step cost is not swamped by the skew with which ranks leave the barrier."""
+
+OPTIONAL_PROBES = ("p2p_rotate", "p2p_cross", "reduce_local")
+"""Probes :func:`fit_probes` uses when present."""
 
 
 def _resolve(collective: str, algorithm) -> MpiAlgorithm:
@@ -271,7 +277,12 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
     regime adds the difference of the intercepts per step (its handshake) and moves bytes at
     the ratio of the slopes relative to eager; in a regime whose exchange probe moves more
     than 1.5 x the one-way rate (both directions together) the pair-exchange limit is lifted
-    (``regimes``).
+    (``regimes``). Optional probes: the rotating-peer probe fits ``new_peer_efficiency``
+    (:func:`_fit_new_peer`); the local reduction, a line over all sizes, gives ``reduce_Bps``;
+    on a leaf-spine ``spec``, the cross probe's rendezvous line gives what crossed one leaf's
+    uplink (``cross_Bps``), which becomes the uplinks' rate (``uplink_Bps``) when it is below
+    90% of what the probe's senders could send at the one-way rate, i.e. when the uplink, not
+    the hosts, limited it.
 
     Parameters
     ----------
@@ -294,7 +305,7 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
     >>> round(fit["rate_Bps"] / 1e6, 3), round(fit["engine_Bps"] / 1e6, 3), round(fit["alpha_s"] * 1e6, 3)
     (10.0, 20.0, 100.0)
     """
-    required = [p for p in PROBES if p != "p2p_rotate"]
+    required = [p for p in PROBES if p not in OPTIONAL_PROBES]
     missing = [p for p in required if p not in probes]
     if missing:
         raise ConfigError(f"probes: {', '.join(missing)} missing; need all of {', '.join(required)}")
@@ -330,10 +341,49 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
             "intercepts_s": {f"{k}.{r}": v[r][0] for k, v in lines.items() for r in v},
             "rms_log_residual": {f"{k}.{r}": v[r][2] for k, v in lines.items() for r in v},
             "probes_s": probes}
+    if "reduce_local" in probes:
+        pts = np.asarray(probes["reduce_local"], float)
+        _, slope, fit["rms_log_residual"]["reduce_local"] = fit_line_log(pts[:, 0], pts[:, 1])
+        if slope > 0:  # else too fast to see at these sizes: no reduction cost
+            fit["reduce_Bps"] = steps / slope
+    flows = cross_flows(spec) if spec is not None else 0
+    if "p2p_cross" in probes and flows:
+        pts = np.asarray(probes["p2p_cross"], float)
+        sel = pts[:, 0] >= eager_limit_B
+        if sel.sum() < 2:
+            raise ConfigError(f"probes.p2p_cross: {int(sel.sum())} sizes in the rendezvous regime; need at least 2")
+        _, slope, fit["rms_log_residual"]["p2p_cross.rendezvous"] = fit_line_log(pts[sel, 0], pts[sel, 1])
+        fit["cross_Bps"] = flows * steps / slope
+        # below the senders' own rate the uplink is what limited the probe: that is its rate;
+        # otherwise the probe only says the uplink is at least that fast
+        if fit["cross_Bps"] < 0.9 * flows * one_way:
+            fit["uplink_Bps"] = fit["cross_Bps"]
     if "p2p_rotate" in probes:
         fit["regimes"]["new_peer_efficiency"], fit["rms_log_residual"]["p2p_rotate"] = _fit_new_peer(
             fit, np.asarray(probes["p2p_rotate"], float), ranks, spec)
     return fit
+
+
+def cross_flows(spec) -> int:
+    """How many of the cross probe's flows (r -> r + p/2 for r < p/2) share one leaf's uplink in
+    one direction on testbed ``spec`` (0 on one switch).
+
+    Examples
+    --------
+    >>> from hcsim.testbed.netns import TestbedSpec
+    >>> cross_flows(TestbedSpec(8, 100.0, leaves=2)), cross_flows(TestbedSpec(8, 100.0, leaves=4))
+    (4, 2)
+    >>> cross_flows(TestbedSpec(8, 100.0))
+    0
+    """
+    half = spec.hosts // 2
+    out, into = Counter(), Counter()
+    for r in range(half):
+        a, b = spec.leaf_of(r), spec.leaf_of(r + half)
+        if a != b:
+            out[a] += 1
+            into[b] += 1
+    return max([*out.values(), *into.values()], default=0)
 
 
 def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, spec=None) -> tuple[list, float]:
@@ -394,7 +444,9 @@ def _golden_min(f, a: float, b: float, iterations: int = 30) -> float:
 
 def calibrated_topology(testbed, fit: dict):
     """The testbed's topology with the fitted endpoint model: links at the one-way rate, the
-    pair exchange and send+receive engine caps, the per-step cost and the message regimes.
+    pair exchange and send+receive engine caps, the reduction rate, the per-step cost and the
+    message regimes; uplinks at the cross probe's rate where it measured them, else at their
+    nominal rate scaled as the host links'.
     ``testbed`` is a running :class:`~hcsim.testbed.Testbed` or just its ``TestbedSpec`` (to
     rebuild a stored calibration)."""
     from ..engine.regimes import MessageRegimes
@@ -419,12 +471,15 @@ def calibrated_topology(testbed, fit: dict):
     if s.leaves > 1:
         t.add_node("spine", "switch")
         per_leaf = -(-s.hosts // s.leaves)
-        up = (s.uplink_mbit or per_leaf * s.rate_mbit) * 1e6 / 8 * rate / (s.rate_mbit * 1e6 / 8)
+        # measured by the cross probe where it was the bottleneck, else the nominal rate
+        # scaled as the host links' (the one-way rate over the nominal)
+        up = fit.get("uplink_Bps") or (s.uplink_mbit or per_leaf * s.rate_mbit) * rate / s.rate_mbit
         for k in range(s.leaves):
             t.add_link(f"leaf{k}", "spine", LinkSpec(up, 0.0, "eth"))
     for i in range(s.hosts):
         fan = min(fit.get("fanout_Bps", rate), rate)  # sending to several peers at once shares this
         t.add_npu(f"npu{i}", NpuSpec(server=i, injection_Bps=fan, ejection_Bps=fan,
+                                     reduce_Bps=fit.get("reduce_Bps", math.inf),
                                      exchange_Bps=min(fit["exchange_Bps"], 2 * rate),
                                      engine_Bps=min(fit["engine_Bps"], 2 * rate)))
         t.add_link(f"npu{i}", f"leaf{s.leaf_of(i)}", LinkSpec(rate, 0.0, "eth"))
