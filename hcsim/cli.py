@@ -92,6 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--algos", default="all", help="comma-separated hcsim algorithms, or all")
     va.add_argument("--sizes", default="64K,256K,1M")
     va.add_argument("--iterations", type=int, default=5, help="timed runs per point and per probe size")
+    va.add_argument("--probe-rounds", type=int, default=3, help="with --backend mpi: times the probe set runs "
+                    "(each probe size keeps the median)")
     va.add_argument("--op", default=None, help="collective (when the file does not say)")
     va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")
@@ -127,6 +129,8 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--backend", default=None, help="mpi: fit the testbed from point-to-point probes (root)")
     ca.add_argument("--testbed", default="8x100mbit", help="with --backend mpi")
     ca.add_argument("--iterations", type=int, default=5, help="with --backend mpi: runs per probe size")
+    ca.add_argument("--probe-rounds", type=int, default=3, help="with --backend mpi: times the probe set runs "
+                    "(each probe size keeps the median)")
     ca.add_argument("--op", default=None, help="collective (when the file does not say)")
     ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     ca.add_argument("--algo", default="auto", help="what ran (default: HCCL's choice)")
@@ -243,12 +247,14 @@ def _cmd_validate(a) -> int:
         sizes = [parse_size(x, "--sizes") for x in a.sizes.split(",")]
         ops = [x.strip() for x in a.ops.split(",") if x.strip()]
         algos = "all" if a.algos == "all" else [x.strip() for x in a.algos.split(",")]
-        df = validate_mpi(a.testbed, ops, algos, sizes, a.iterations, parse_size(a.min_size, "--min-size"))
+        df = validate_mpi(a.testbed, ops, algos, sizes, a.iterations, parse_size(a.min_size, "--min-size"),
+                          a.probe_rounds)
         print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         at = df.attrs
         print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
               f"{100 * at['p90_abs_error']:.1f}%; predicted fastest = measured fastest in {at['fastest_agreement']} "
-              f"clear cases; fit {at['fit']}")
+              f"clear cases")
+        print(f"# point-to-point fit: {_fit_summary(at['fit'])}")
         if a.save_topology:
             from .topology.io import save_topology
             print(f"# calibrated topology written to {save_topology(at['calibrated'], a.save_topology)}")
@@ -369,6 +375,26 @@ def _cmd_testbed(a) -> int:
     return 0
 
 
+def _fit_summary(fit: dict) -> str:
+    """One line of what the point-to-point probes gave (:func:`hcsim.backends.mpi.fit_probes`)."""
+    reg = fit["regimes"]
+    line = (f"one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f} MB/s, "
+            f"send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
+            f"per step {fit['alpha_s'] * 1e6:.1f} us, rendezvous (>= {reg['from_bytes'][1]} B) "
+            f"+{reg['overhead_s'][1] * 1e6:.0f} us a message ({reg['overhead_when'][1]}), "
+            f"eager efficiency {reg['efficiency'][0]:.3f}, new-peer efficiency "
+            f"{'/'.join(f'{e:.3f}' for e in reg.get('new_peer_efficiency', [1.0, 1.0]))}, reduction "
+            + (f"{fit['reduce_Bps'] / 1e9:.2f} GB/s" if "reduce_Bps" in fit else "not measured"))
+    if "cross_Bps" in fit:
+        line += (f", uplink {fit['cross_Bps'] / 1e6:.2f} MB/s "
+                 + ("(the bottleneck: used)" if "uplink_Bps" in fit else "(at least: the hosts were the bottleneck)"))
+    if "probe_spread" in fit:
+        worst = max(fit["probe_spread"], key=fit["probe_spread"].get)
+        line += (f"; median of {fit['probe_rounds']} probe rounds, widest spread {100 * fit['probe_spread'][worst]:.0f}%"
+                 f" ({worst})")
+    return line
+
+
 def _cmd_calibrate(a) -> int:
     from .backends import load_measured
     from .calibrate import calibrate
@@ -381,17 +407,9 @@ def _cmd_calibrate(a) -> int:
         from .testbed import Testbed, parse_testbed
 
         with Testbed(parse_testbed(a.testbed)) as tb:
-            fit = fit_point_to_point(tb, iterations=a.iterations)
+            fit = fit_point_to_point(tb, iterations=a.iterations, rounds=a.probe_rounds)
             topo = calibrated_topology(tb, fit)
-        print(f"# point-to-point fit: one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f}"
-              f" MB/s, send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
-              f"per step {fit['alpha_s'] * 1e6:.1f} us, rendezvous (>= {fit['regimes']['from_bytes'][1]} B) "
-              f"+{fit['regimes']['overhead_s'][1] * 1e6:.0f} us a message ({fit['regimes']['overhead_when'][1]}), "
-              f"eager efficiency {fit['regimes']['efficiency'][0]:.3f}, new-peer efficiency "
-              f"{'/'.join(f'{e:.3f}' for e in fit['regimes'].get('new_peer_efficiency', [1.0, 1.0]))}, reduction "
-              + (f"{fit['reduce_Bps'] / 1e9:.2f} GB/s" if "reduce_Bps" in fit else "not measured")
-              + ("" if "cross_Bps" not in fit else f", uplink {fit['cross_Bps'] / 1e6:.2f} MB/s "
-                 + ("(the bottleneck: used)" if "uplink_Bps" in fit else "(at least: hosts were the bottleneck)")))
+        print(f"# point-to-point fit: {_fit_summary(fit)}")
         print(f"# written to {save_topology(topo, a.out)}")
         return 0
     if a.measured is None or a.topology is None:

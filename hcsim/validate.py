@@ -101,14 +101,15 @@ def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
 
 
 def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048576), iterations: int = 3,
-                 min_size: int = 65536) -> pd.DataFrame:
+                 min_size: int = 65536, probe_rounds: int = 3) -> pd.DataFrame:
     """Bring up a namespace testbed, calibrate on point-to-point probes only, then measure
     and predict every op x algorithm x size; tear the testbed down whatever happens.
 
     Returns the rows (measured, predicted, error) with ``attrs``: median / 90th-percentile
     |error| over sizes >= ``min_size``, the fitted parameters, and per (op, size) whether the
     predicted fastest algorithm is the measured fastest where the measured ones differ by
-    more than 15%, and ``calibrated``, the calibrated Topology.
+    more than 15%, and ``calibrated``, the calibrated Topology. The probes run
+    ``probe_rounds`` times (:func:`~hcsim.backends.mpi.fit_point_to_point`).
     """
     from .backends.mpi import calibrated_topology, fit_point_to_point, mpi_algorithms, run_mpi_sweep
     from .testbed import Testbed, parse_testbed
@@ -117,7 +118,7 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     plan = {op: mpi_algorithms(op, algos) for op in ops}  # bad names fail before the testbed is up
     rows = []
     with Testbed(spec) as tb:
-        fit = fit_point_to_point(tb, iterations=iterations)
+        fit = fit_point_to_point(tb, iterations=iterations, rounds=probe_rounds)
         topo = calibrated_topology(tb, fit)
         for op, chosen in plan.items():
             for algo in chosen:

@@ -274,6 +274,9 @@ def test_cross_probe_fits_the_uplink_where_it_is_the_bottleneck():
     fit = fit_probes({**probes, "p2p_cross": cross}, 8, spec=leafy)
     assert fit["uplink_Bps"] == pytest.approx(7e6, rel=1e-6)
     assert calibrated_topology(leafy, fit).link_spec("leaf0", "spine").bandwidth_Bps == pytest.approx(7e6, rel=1e-6)
+    from hcsim.cli import _fit_summary
+    assert "uplink 7.00 MB/s (the bottleneck: used)" in _fit_summary(fit)
+    assert "reduction not measured" in _fit_summary(fit)
     # a fat uplink: the hosts limit the probe, which then only bounds the uplink from below,
     # so the nominal (scaled) rate stays
     fat = Spec(hosts=8, rate_mbit=100, leaves=2, uplink_mbit=800)
@@ -300,3 +303,42 @@ def test_reduction_probe_sets_the_reduction_rate_and_reduce_scatter_pays_it():
     assert rs - ag == pytest.approx(7 * 262144 / 2e8, rel=1e-6)
     assert calibrated_topology(Spec(hosts=8, rate_mbit=100), fit_probes(synthetic_probes(
         8, 11.8e6, 11.9e6, 21e6, 11.9e6, 40e-6, 2e-3, 0.9), 8)).npu_spec("npu0").reduce_Bps == np.inf
+
+
+def test_probe_rounds_keep_the_median_so_one_slow_round_does_not_set_the_model(monkeypatch):
+    import pandas as pd
+
+    import hcsim.backends.mpi as mpi
+    from hcsim.cli import _fit_summary
+
+    truth = synthetic_probes(8, rate=11.8e6, exch=11.9e6, engine=21e6, fan=11.9e6, alpha=40e-6, rndv_s=2e-3,
+                             eager_eff=0.9)
+    truth["reduce_local"] = [[n, 5e-6 + 7 * n / 2e8] for n in PROBE_SIZES]
+    truth["p2p_cross"] = truth["p2p_oneway"]
+    topo = calibrated_topology(Spec(hosts=8, rate_mbit=100), {**fit_probes(truth, 8), "regimes": {
+        **fit_probes(truth, 8)["regimes"], "new_peer_efficiency": [0.8, 0.9]}})
+    truth["p2p_rotate"] = [[n, simulate(topo, "alltoall", 8 * n, "pairwise").time_s] for n in PROBE_SIZES]
+    calls = []
+
+    def fake_sweep(testbed, probe, sizes, algorithm, iterations):
+        calls.append(probe)
+        slow = 1.3 if probe == "p2p_rotate" and calls.count(probe) == 2 else 1.0  # its second round ran slow
+        return pd.DataFrame({"size_bytes": [n for n, _ in truth[probe]],
+                             "time_us": [t * 1e6 * slow for _, t in truth[probe]]})
+
+    monkeypatch.setattr(mpi, "run_mpi_sweep", fake_sweep)
+    tb = type("Tb", (), {"hosts": [f"h{i}" for i in range(8)], "spec": Spec(hosts=8, rate_mbit=100)})()
+    fit = mpi.fit_point_to_point(tb, rounds=3)
+    assert len(calls) == 3 * len(PROBES)
+    assert fit["regimes"]["new_peer_efficiency"] == pytest.approx([0.8, 0.9], abs=2e-3)
+    assert fit["probe_spread"]["p2p_rotate"] == pytest.approx(0.3, rel=1e-6)
+    assert fit["probe_spread"]["p2p_shift"] == pytest.approx(0.0, abs=1e-9)
+    assert "median of 3 probe rounds, widest spread 30% (p2p_rotate)" in _fit_summary(fit)
+    # one round alone takes what it gets
+    calls.clear()
+    monkeypatch.setattr(mpi, "run_mpi_sweep", lambda *a, **k: fake_sweep(*a, **k) if a[1] != "p2p_rotate" else
+                        pd.DataFrame({"size_bytes": [n for n, _ in truth["p2p_rotate"]],
+                                      "time_us": [t * 1.3e6 for _, t in truth["p2p_rotate"]]}))
+    assert mpi.fit_point_to_point(tb, rounds=1)["regimes"]["new_peer_efficiency"][0] < 0.7
+    with pytest.raises(ConfigError, match="rounds = 0"):
+        mpi.fit_point_to_point(tb, rounds=0)

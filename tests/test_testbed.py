@@ -53,7 +53,7 @@ def test_calibrated_prediction_on_a_4_host_testbed(mpi):
     before = _leftovers()
     with Testbed(TestbedSpec(hosts=4, rate_mbit=100)) as tb:
         assert len(_leftovers()) > len(before)
-        fit = fit_point_to_point(tb, sizes=(16384, 32768, 65536, 262144, 1048576), iterations=3)
+        fit = fit_point_to_point(tb, sizes=(16384, 32768, 65536, 262144, 1048576), iterations=3, rounds=1)
         topo = calibrated_topology(tb, fit)
         ring = run_mpi_sweep(tb, "allgather", [1048576], "ring", iterations=3)
         tree = run_mpi_sweep(tb, "broadcast", [1048576], "binomial", iterations=3)
@@ -127,3 +127,17 @@ def test_spec_parsing_and_errors():
     assert (spec.hosts, spec.rate_mbit, spec.leaves, spec.uplink_mbit) == (8, 100.0, 2, 150.0)
     with pytest.raises(hcsim.ConfigError, match="testbed = '8by100'"):
         parse_testbed("8by100")
+
+
+def test_cross_probe_measures_a_thin_uplink(mpi):
+    from hcsim.backends.mpi import cross_flows, fit_line_log, run_mpi_sweep
+    from hcsim.testbed import Testbed, TestbedSpec
+
+    spec = TestbedSpec(hosts=4, rate_mbit=100, leaves=2, uplink_mbit=20)
+    with Testbed(spec) as tb:
+        df = run_mpi_sweep(tb, "p2p_cross", [262144, 1048576], "p2p", iterations=3)
+    # 2 flows share each 20 Mbit/s uplink direction for 3 back-to-back steps: what crossed is
+    # the uplink's rate (2.5 MB/s of payload at most), well below the hosts' 12.5 MB/s
+    _, slope, _ = fit_line_log(df["size_bytes"], df["time_us"] * 1e-6)
+    crossed = cross_flows(spec) * (spec.hosts - 1) / slope
+    assert 0.8 * 2.5e6 < crossed < 1.02 * 2.5e6, crossed

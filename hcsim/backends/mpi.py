@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR
-from ..errors import ConfigError
+from ..errors import ConfigError, bad_value
 
 
 @dataclass(frozen=True)
@@ -252,14 +252,30 @@ PROBE_SIZES = (4096, 16384, 32768, 65536, 262144, 1048576)
 :data:`EAGER_LIMIT_B`, so a line through each three separates per-message cost from rate."""
 
 
-def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7) -> dict:
+def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: int = 3) -> dict:
     """Measure the point-to-point probes (:data:`PROBES`) on ``testbed`` and fit them
-    (:func:`fit_probes`)."""
-    probes = {}
-    for probe in PROBES:
-        df = run_mpi_sweep(testbed, probe, sizes, "p2p", iterations)
-        probes[probe] = [[int(n), float(t) * 1e-6] for n, t in zip(df["size_bytes"], df["time_us"], strict=True)]
-    return fit_probes(probes, len(testbed.hosts), spec=testbed.spec)
+    (:func:`fit_probes`).
+
+    The probe set runs ``rounds`` times, interleaved (every probe, then every probe again),
+    and each probe size keeps the median over rounds: one probe measured during a slow spell of
+    the machine does not set the model on its own. ``fit["probe_spread"]`` is, per probe, the
+    largest max/min - 1 over its sizes across the rounds.
+    """
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise bad_value("rounds", rounds, "an integer >= 1")
+    runs: dict[str, list] = {probe: [] for probe in PROBES}
+    for _ in range(rounds):
+        for probe in PROBES:
+            df = run_mpi_sweep(testbed, probe, sizes, "p2p", iterations)
+            runs[probe].append(dict(zip(df["size_bytes"].astype(int), df["time_us"] * 1e-6, strict=True)))
+    probes, spread = {}, {}
+    for probe, per_round in runs.items():
+        times = np.array([[r[int(n)] for r in per_round] for n in sizes])  # sizes x rounds
+        probes[probe] = [[int(n), float(t)] for n, t in zip(sizes, np.median(times, axis=1), strict=True)]
+        spread[probe] = float(np.max(times.max(axis=1) / times.min(axis=1)) - 1)
+    fit = fit_probes(probes, len(testbed.hosts), spec=testbed.spec)
+    fit.update(probe_rounds=rounds, probe_spread=spread)
+    return fit
 
 
 def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spec=None) -> dict:
