@@ -92,8 +92,8 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--algos", default="all", help="comma-separated hcsim algorithms, or all")
     va.add_argument("--sizes", default="64K,256K,1M")
     va.add_argument("--iterations", type=int, default=5, help="timed runs per point and per probe size")
-    va.add_argument("--probe-rounds", type=int, default=3, help="with --backend mpi: times the probe set runs "
-                    "(each probe size keeps the median)")
+    va.add_argument("--rounds", type=int, default=3, help="with --backend mpi: times the probe set and then "
+                    "every point run, interleaved (each keeps the median)")
     va.add_argument("--op", default=None, help="collective (when the file does not say)")
     va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")
@@ -129,8 +129,8 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--backend", default=None, help="mpi: fit the testbed from point-to-point probes (root)")
     ca.add_argument("--testbed", default="8x100mbit", help="with --backend mpi")
     ca.add_argument("--iterations", type=int, default=5, help="with --backend mpi: runs per probe size")
-    ca.add_argument("--probe-rounds", type=int, default=3, help="with --backend mpi: times the probe set runs "
-                    "(each probe size keeps the median)")
+    ca.add_argument("--rounds", type=int, default=3, help="with --backend mpi: times the probe set runs, "
+                    "interleaved (each probe size keeps the median)")
     ca.add_argument("--op", default=None, help="collective (when the file does not say)")
     ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     ca.add_argument("--algo", default="auto", help="what ran (default: HCCL's choice)")
@@ -248,7 +248,7 @@ def _cmd_validate(a) -> int:
         ops = [x.strip() for x in a.ops.split(",") if x.strip()]
         algos = "all" if a.algos == "all" else [x.strip() for x in a.algos.split(",")]
         df = validate_mpi(a.testbed, ops, algos, sizes, a.iterations, parse_size(a.min_size, "--min-size"),
-                          a.probe_rounds)
+                          a.rounds)
         print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         at = df.attrs
         print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
@@ -389,7 +389,8 @@ def _fit_summary(fit: dict) -> str:
         line += (f", uplink {fit['cross_Bps'] / 1e6:.2f} MB/s "
                  + ("(the bottleneck: used)" if "uplink_Bps" in fit else "(at least: the hosts were the bottleneck)"))
     if "probe_spread" in fit:
-        worst = max(fit["probe_spread"], key=fit["probe_spread"].get)
+        net = {k: v for k, v in fit["probe_spread"].items() if k.startswith("p2p_")}
+        worst = max(net, key=net.get)
         line += (f"; median of {fit['probe_rounds']} probe rounds, widest spread {100 * fit['probe_spread'][worst]:.0f}%"
                  f" ({worst})")
     return line
@@ -407,7 +408,7 @@ def _cmd_calibrate(a) -> int:
         from .testbed import Testbed, parse_testbed
 
         with Testbed(parse_testbed(a.testbed)) as tb:
-            fit = fit_point_to_point(tb, iterations=a.iterations, rounds=a.probe_rounds)
+            fit = fit_point_to_point(tb, iterations=a.iterations, rounds=a.rounds)
             topo = calibrated_topology(tb, fit)
         print(f"# point-to-point fit: {_fit_summary(fit)}")
         print(f"# written to {save_topology(topo, a.out)}")

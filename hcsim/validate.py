@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
+from .errors import bad_value
 from .topology.io import load_topology
 
 
@@ -101,33 +102,44 @@ def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
 
 
 def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048576), iterations: int = 3,
-                 min_size: int = 65536, probe_rounds: int = 3) -> pd.DataFrame:
+                 min_size: int = 65536, rounds: int = 3) -> pd.DataFrame:
     """Bring up a namespace testbed, calibrate on point-to-point probes only, then measure
     and predict every op x algorithm x size; tear the testbed down whatever happens.
+
+    The probe set and then the whole measurement plan each run ``rounds`` times, interleaved
+    (every algorithm, then every algorithm again), and every point keeps the median over
+    rounds: the machine's slow spells then fall on different algorithms in different rounds
+    instead of deciding a comparison. ``time_us_min`` / ``time_us_max`` give the spread.
 
     Returns the rows (measured, predicted, error) with ``attrs``: median / 90th-percentile
     |error| over sizes >= ``min_size``, the fitted parameters, and per (op, size) whether the
     predicted fastest algorithm is the measured fastest where the measured ones differ by
-    more than 15%, and ``calibrated``, the calibrated Topology. The probes run
-    ``probe_rounds`` times (:func:`~hcsim.backends.mpi.fit_point_to_point`).
+    more than 15%, and ``calibrated``, the calibrated Topology.
     """
     from .backends.mpi import calibrated_topology, fit_point_to_point, mpi_algorithms, run_mpi_sweep
     from .testbed import Testbed, parse_testbed
 
     spec = parse_testbed(testbed_text)
     plan = {op: mpi_algorithms(op, algos) for op in ops}  # bad names fail before the testbed is up
-    rows = []
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise bad_value("rounds", rounds, "an integer >= 1")
+    times: dict[tuple, list] = {}
     with Testbed(spec) as tb:
-        fit = fit_point_to_point(tb, iterations=iterations, rounds=probe_rounds)
+        fit = fit_point_to_point(tb, iterations=iterations, rounds=rounds)
         topo = calibrated_topology(tb, fit)
-        for op, chosen in plan.items():
-            for algo in chosen:
-                measured = run_mpi_sweep(tb, op, sizes, algo, iterations)
-                for _, m in measured.iterrows():
-                    pred = simulate(topo, op, int(m.size_bytes), algo.hcsim).time_us
-                    rows.append({"collective": op, "mpi_algorithm": algo.name, "algorithm": algo.hcsim,
-                                 "size_bytes": int(m.size_bytes), "time_us": float(m.time_us),
-                                 "predicted_us": pred, "error": pred / float(m.time_us) - 1})
+        for _ in range(rounds):
+            for op, chosen in plan.items():
+                for algo in chosen:
+                    measured = run_mpi_sweep(tb, op, sizes, algo, iterations)
+                    for n, t in zip(measured["size_bytes"], measured["time_us"], strict=True):
+                        times.setdefault((op, algo, int(n)), []).append(float(t))
+    rows = []
+    for (op, algo, n), ts in times.items():
+        pred = simulate(topo, op, n, algo.hcsim).time_us
+        t = float(np.median(ts))
+        rows.append({"collective": op, "mpi_algorithm": algo.name, "algorithm": algo.hcsim, "size_bytes": n,
+                     "time_us": t, "predicted_us": pred, "error": pred / t - 1,
+                     "time_us_min": min(ts), "time_us_max": max(ts), "rounds": len(ts)})
     df = pd.DataFrame(rows)
     agree = fastest_agreement(df)
     df.attrs.update(error_summary(df, min_size), topology=topo.name,

@@ -87,3 +87,40 @@ def test_stored_testbed_run_reproduces_the_figures_in_the_docs(run):
     assert m, f"docs/validation.md should state run {run}'s median and 90th percentile"
     assert round(df.attrs["median_abs_error"] * 100, 1) == float(m.group(1))
     assert round(df.attrs["p90_abs_error"] * 100, 1) == float(m.group(2))
+
+
+def test_validate_mpi_keeps_the_median_of_interleaved_rounds(monkeypatch):
+    import contextlib
+
+    import pandas as pd
+
+    import hcsim.backends.mpi as mpi
+    import hcsim.testbed as testbed
+    from hcsim.errors import ConfigError
+    from hcsim.validate import validate_mpi
+    from tests.test_regimes import synthetic_probes
+
+    fit = mpi.fit_probes(synthetic_probes(8, 11.8e6, 11.9e6, 21e6, 11.9e6, 40e-6, 2e-3, 0.9), 8)
+    seen_rounds, order = [], []
+    monkeypatch.setattr(testbed, "Testbed", lambda spec: contextlib.nullcontext(
+        type("Tb", (), {"spec": spec, "hosts": [f"h{i}" for i in range(spec.hosts)]})()))
+    monkeypatch.setattr(mpi, "fit_point_to_point", lambda tb, iterations, rounds: seen_rounds.append(rounds) or fit)
+    # ring allgather: 10, 30 (a slow spell) and 12 ms; recursive doubling 20 ms every round
+    per_round = {"ring": [10e3, 30e3, 12e3], "recursive_doubling": [20e3, 20e3, 20e3]}
+
+    def fake_sweep(tb, op, sizes, algo, iterations):
+        order.append(algo.name)
+        t = per_round[algo.name][order.count(algo.name) - 1]
+        return pd.DataFrame({"size_bytes": list(sizes), "time_us": [t] * len(sizes)})
+
+    monkeypatch.setattr(mpi, "run_mpi_sweep", fake_sweep)
+    df = validate_mpi("8x100mbit", ["allgather"], ["ring", "hd"], sizes=[262144], rounds=3)
+    assert seen_rounds == [3]
+    assert order == ["ring", "recursive_doubling"] * 3  # interleaved, not one algorithm's rounds in a row
+    ring = df[df.mpi_algorithm == "ring"].iloc[0]
+    assert (ring.time_us, ring.time_us_min, ring.time_us_max, ring.rounds) == (12e3, 10e3, 30e3, 3)
+    assert ring.error == pytest.approx(ring.predicted_us / 12e3 - 1)
+    # the median, not the slow round, decides which is faster
+    assert df.attrs["fastest"].iloc[0].measured_fastest == "ring"
+    with pytest.raises(ConfigError, match="rounds = 0"):
+        validate_mpi("8x100mbit", ["allgather"], ["ring"], rounds=0)

@@ -259,7 +259,7 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: 
     The probe set runs ``rounds`` times, interleaved (every probe, then every probe again),
     and each probe size keeps the median over rounds: one probe measured during a slow spell of
     the machine does not set the model on its own. ``fit["probe_spread"]`` is, per probe, the
-    largest max/min - 1 over its sizes across the rounds.
+    largest max/min - 1 across the rounds over its sizes from the eager limit up.
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise bad_value("rounds", rounds, "an integer >= 1")
@@ -272,7 +272,9 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: 
     for probe, per_round in runs.items():
         times = np.array([[r[int(n)] for r in per_round] for n in sizes])  # sizes x rounds
         probes[probe] = [[int(n), float(t)] for n, t in zip(sizes, np.median(times, axis=1), strict=True)]
-        spread[probe] = float(np.max(times.max(axis=1) / times.min(axis=1)) - 1)
+        big = np.asarray(sizes) >= EAGER_LIMIT_B  # the small sizes take microseconds: their spread is timer noise
+        big = big if big.any() else np.ones(len(sizes), dtype=bool)
+        spread[probe] = float(np.max(times[big].max(axis=1) / times[big].min(axis=1)) - 1)
     fit = fit_probes(probes, len(testbed.hosts), spec=testbed.spec)
     fit.update(probe_rounds=rounds, probe_spread=spread)
     return fit
