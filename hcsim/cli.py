@@ -253,7 +253,7 @@ def _cmd_validate(a) -> int:
         at = df.attrs
         print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
               f"{100 * at['p90_abs_error']:.1f}%; predicted fastest = measured fastest in {at['fastest_agreement']} "
-              f"clear cases")
+              f"clear cases ({at['fastest_agreement_separated']} where the winner's rounds all beat the rivals')")
         print(f"# point-to-point fit: {_fit_summary(at['fit'])}")
         if a.save_topology:
             from .topology.io import save_topology
@@ -380,10 +380,12 @@ def _fit_summary(fit: dict) -> str:
     reg = fit["regimes"]
     line = (f"one-way {fit['rate_Bps'] / 1e6:.2f} MB/s, exchange {fit['exchange_Bps'] / 1e6:.2f} MB/s, "
             f"send+receive {fit['engine_Bps'] / 1e6:.2f} MB/s, fan-out {fit['fanout_Bps'] / 1e6:.2f} MB/s, "
-            f"per step {fit['alpha_s'] * 1e6:.1f} us, rendezvous (>= {reg['from_bytes'][1]} B) "
-            f"+{reg['overhead_s'][1] * 1e6:.0f} us a message ({reg['overhead_when'][1]}), "
-            f"eager efficiency {reg['efficiency'][0]:.3f}, new-peer efficiency "
-            f"{'/'.join(f'{e:.3f}' for e in reg.get('new_peer_efficiency', [1.0, 1.0]))}, reduction "
+            f"per step {fit['alpha_s'] * 1e6:.1f} us, "
+            + "".join(f"from {b} B +{o * 1e6:.0f} us a message ({w}), "
+                      for b, o, w in zip(reg["from_bytes"][1:], reg["overhead_s"][1:], reg["overhead_when"][1:],
+                                         strict=True))
+            + f"efficiency {'/'.join(f'{e:.3f}' for e in reg['efficiency'])}, new-peer efficiency "
+            f"{'/'.join(f'{e:.3f}' for e in reg.get('new_peer_efficiency', [1.0] * len(reg['efficiency'])))}, reduction "
             + (f"{fit['reduce_Bps'] / 1e9:.2f} GB/s" if "reduce_Bps" in fit else "not measured"))
     if "cross_Bps" in fit:
         line += (f", uplink {fit['cross_Bps'] / 1e6:.2f} MB/s "

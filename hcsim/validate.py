@@ -75,7 +75,9 @@ def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
     Only cases where the measured fastest beats the runner-up by more than ``margin`` count.
     Algorithms are told apart by ``mpi_algorithm`` when present (two Open MPI algorithms
     can map to one hcsim schedule); the prediction agrees when the measured winner's
-    predicted time is the smallest predicted (ties included).
+    predicted time is the smallest predicted (ties included). With rounds (``time_us_min`` /
+    ``time_us_max`` columns), ``separated`` says whether the winner's slowest round still beat
+    every rival's fastest round, i.e. whether the gap stands out of the run-to-run spread.
 
     Examples
     --------
@@ -94,11 +96,15 @@ def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
         if t.iloc[1] <= t.iloc[0] * (1 + margin):
             continue
         pred = g.set_index(key)["predicted_us"]
+        separated = None
+        if {"time_us_min", "time_us_max"} <= set(g.columns):
+            lo, hi = g.set_index(key)["time_us_min"], g.set_index(key)["time_us_max"]
+            separated = bool(hi[t.index[0]] < lo.drop(t.index[0]).min())
         rows.append({"collective": coll, "size_bytes": int(size), "measured_fastest": t.index[0],
                      "predicted_fastest": pred.idxmin(), "measured_margin": t.iloc[1] / t.iloc[0] - 1,
-                     "agree": bool(pred[t.index[0]] <= pred.min() * (1 + 1e-9))})
+                     "agree": bool(pred[t.index[0]] <= pred.min() * (1 + 1e-9)), "separated": separated})
     return pd.DataFrame(rows, columns=["collective", "size_bytes", "measured_fastest", "predicted_fastest",
-                                       "measured_margin", "agree"])
+                                       "measured_margin", "agree", "separated"])
 
 
 def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048576), iterations: int = 3,
@@ -145,6 +151,8 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     df.attrs.update(error_summary(df, min_size), topology=topo.name,
                     fit={k: v for k, v in fit.items() if k != "probes_s"},
                     fastest_agreement=f"{sum(agree.agree)}/{len(agree)}")
+    sep = agree[agree.separated == True]  # noqa: E712 (None where there are no rounds)
+    df.attrs["fastest_agreement_separated"] = f"{sum(sep.agree)}/{len(sep)}"
     df.attrs["fastest"] = agree
     df.attrs["calibrated"] = topo
     return df

@@ -67,7 +67,7 @@ def test_cli_validate_measured_writes_the_plot(tmp_path, capsys):
     assert "median |error|" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("run", [5, 9])
+@pytest.mark.parametrize("run", [5, 11])
 def test_stored_testbed_run_reproduces_the_figures_in_the_docs(run):
     # docs/validation.md: the measured CSV and the topology calibrated in that run
     import re
@@ -122,5 +122,14 @@ def test_validate_mpi_keeps_the_median_of_interleaved_rounds(monkeypatch):
     assert ring.error == pytest.approx(ring.predicted_us / 12e3 - 1)
     # the median, not the slow round, decides which is faster
     assert df.attrs["fastest"].iloc[0].measured_fastest == "ring"
+    # but ring's slow round (30 ms) overlaps recursive doubling's 20 ms: not a separated case
+    first = df.attrs["fastest"].iloc[0]
+    assert first.separated is not None and not first.separated
+    assert (df.attrs["fastest_agreement"], df.attrs["fastest_agreement_separated"]) == ("1/1", "0/0")
+    # with recursive doubling at 40 ms every round, ring's slowest round still wins: separated
+    per_round["recursive_doubling"] = [40e3] * 3
+    order.clear()
+    df = validate_mpi("8x100mbit", ["allgather"], ["ring", "hd"], sizes=[262144], rounds=3)
+    assert bool(df.attrs["fastest"].iloc[0].separated) and df.attrs["fastest_agreement_separated"] == "1/1"
     with pytest.raises(ConfigError, match="rounds = 0"):
         validate_mpi("8x100mbit", ["allgather"], ["ring"], rounds=0)
