@@ -247,16 +247,12 @@ after a rendezvous (``btl_tcp_eager_limit``, default 65536 as ``ompi_info --para
 --level 9`` shows; the limit counts ob1's header, so a message within a few bytes of it is
 already a rendezvous one)."""
 
-LARGE_FROM_B = 262144
-"""Where the rendezvous range is split in two: on the testbed a rendezvous step's cost is
-concave in its size (run 11's shift probe: 8.7, 30.8 and 101 ms a step at 64 KiB, 256 KiB
-and 1 MiB), so one line through 64 KiB-1 MiB under-prices the 128 KiB messages of a 1 MiB
-ring by about 10% (docs/validation.md)."""
-
 PROBE_SIZES = (4096, 16384, 32768, 65536, 131072, 262144, 1048576)
-"""Sizes each probe runs at: three below :data:`EAGER_LIMIT_B` and two in each rendezvous
-range either side of :data:`LARGE_FROM_B`, so a line through each range separates
-per-message cost from rate."""
+"""Sizes each probe runs at: three below :data:`EAGER_LIMIT_B` and four from it up, so a line
+through each range separates per-message cost from rate. 128 KiB (since run 13) is the message
+of a 1 MiB ring: the rendezvous cost is concave in size, and a line through 64 KiB, 256 KiB
+and 1 MiB alone priced those steps 9-11% low in run 13, with 128 KiB 7-8%
+(docs/validation.md)."""
 
 
 def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: int = 3) -> dict:
@@ -287,21 +283,20 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: 
     return fit
 
 
-def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spec=None,
-               large_from_B: int | None = LARGE_FROM_B) -> dict:
+def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spec=None) -> dict:
     """Calibrate the testbed's endpoint model from point-to-point probe times.
 
-    Each probe's times are split at ``eager_limit_B`` and ``large_from_B`` into the eager, the
-    rendezvous and the large regime, and each regime is fitted with ``t = c + s n`` in log
-    space (:func:`fit_line_log`). The large regime sets the rates: ``rate_Bps`` (one-way), ``exchange_Bps`` (what a rank exchanging
+    Each probe's times are split at ``eager_limit_B`` and each regime is fitted with
+    ``t = c + s n`` in log space (:func:`fit_line_log`). The rendezvous regime (large
+    messages) sets the rates: ``rate_Bps`` (one-way), ``exchange_Bps`` (what a rank exchanging
     with one peer moves, both directions together, while every rank does the same),
     ``engine_Bps`` (what a rank sends plus receives in the ring-like shift) and ``fanout_Bps``
     (what rank 0 sends to all the others at once). The shift probe, where as in a
     collective's steps every rank sends and receives, gives the per-message costs: its eager
     intercept over its p - 1 steps is the per-step cost ``alpha_s`` (the skew with which ranks
-    leave the barrier is spread over those steps, so it is an upper bound); each rendezvous
-    regime adds its intercept over the eager one per step (its handshake), and every regime
-    moves bytes at the ratio of its slope to the large regime's; in a regime whose exchange probe moves more
+    leave the barrier is spread over those steps, so it is an upper bound); the rendezvous
+    regime adds the difference of the intercepts per step (its handshake) and moves bytes at
+    the ratio of the slopes relative to eager; in a regime whose exchange probe moves more
     than 1.5 x the one-way rate (both directions together) the pair-exchange limit is lifted
     (``regimes``). Optional probes: the rotating-peer probe fits ``new_peer_efficiency``
     (:func:`_fit_new_peer`); the local reduction, a line over all sizes, gives ``reduce_Bps``;
@@ -318,9 +313,6 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
         Ranks the probes ran on.
     eager_limit_B : int
         Where the transport's rendezvous regime starts.
-    large_from_B : int or None
-        Where the rendezvous range is split (:data:`LARGE_FROM_B`); None: one rendezvous
-        regime, as probe sets without two sizes on each side of it need.
     spec : TestbedSpec, optional
         The testbed the probes ran on (default: ``ranks`` hosts on one switch); the
         rotating-peer probe is simulated on it, since on a leaf-spine its steps cross the
@@ -338,43 +330,35 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
     missing = [p for p in required if p not in probes]
     if missing:
         raise ConfigError(f"probes: {', '.join(missing)} missing; need all of {', '.join(required)}")
-    bounds = [0, int(eager_limit_B)] + ([int(large_from_B)] if large_from_B else [])
-    names = ["eager", "rendezvous", "large"][:len(bounds)]
-    upper = bounds[1:] + [math.inf]
     lines: dict[str, dict[str, tuple]] = {}
     for probe in required:
         pts = np.asarray(probes[probe], float)
-        for name, lo, hi in zip(names, bounds, upper, strict=True):
-            sel = (pts[:, 0] >= lo) & (pts[:, 0] < hi)
+        for regime, sel in (("eager", pts[:, 0] < eager_limit_B), ("rendezvous", pts[:, 0] >= eager_limit_B)):
             if sel.sum() < 2:
-                raise ConfigError(f"probes.{probe}: {int(sel.sum())} sizes in the {name} regime ({lo} to {hi} B); "
-                                  f"need at least 2 (or large_from_B=None for one rendezvous range)")
-            lines.setdefault(probe, {})[name] = fit_line_log(pts[sel, 0], pts[sel, 1])
+                raise ConfigError(f"probes.{probe}: {int(sel.sum())} sizes in the {regime} regime; need at least 2 "
+                                  f"either side of the eager limit ({eager_limit_B} B)")
+            lines.setdefault(probe, {})[regime] = fit_line_log(pts[sel, 0], pts[sel, 1])
     steps = ranks - 1
-    top = {k: v[names[-1]] for k, v in lines.items()}  # the largest messages set the rates
-    shift = lines["p2p_shift"]
-    alpha = max(shift["eager"][0] / steps, 0.0)
-    one_way = 1 / top["p2p_oneway"][1]
+    rndv = {k: v["rendezvous"] for k, v in lines.items()}
+    shift_e, shift_r = lines["p2p_shift"]["eager"], lines["p2p_shift"]["rendezvous"]
+    alpha = max(shift_e[0] / steps, 0.0)
+    one_way = 1 / rndv["p2p_oneway"][1]
     # does an exchange overlap its two directions? both together faster than 1.5 x one way
     # (halfway between none, 1 x, and full, 2 x) lifts the pair limit in that regime
-    pair_limit = [bool(2 * steps / lines["p2p_exchange"][r][1] < 1.5 * one_way) for r in names]
-    # a rendezvous step of the shift pays its intercept over the eager one (the handshake); a
-    # one-way rendezvous message pays (next to) none: pay it only where the receiver is itself
-    # sending on
-    overhead, when = [0.0], ["always"]
-    for r in names[1:]:
-        handshake = max(shift[r][0] / steps - alpha, 0.0)
-        alone = max(lines["p2p_oneway"][r][0] - lines["p2p_oneway"]["eager"][0], 0.0)
-        overhead.append(handshake)
-        when.append("receiver_sending" if alone < handshake / 2 else "always")
+    pair_limit = [bool(2 * steps / lines["p2p_exchange"][r][1] < 1.5 * one_way) for r in ("eager", "rendezvous")]
+    # a one-way rendezvous message pays (next to) no handshake, a shift step does: pay it only
+    # where the receiver is itself sending on
+    handshake = max(shift_r[0] / steps - alpha, 0.0)
+    alone = max(lines["p2p_oneway"]["rendezvous"][0] - lines["p2p_oneway"]["eager"][0], 0.0)
     fit = {"alpha_s": alpha,
             "rate_Bps": one_way,
-            "exchange_Bps": 2 * steps / top["p2p_exchange"][1],
-            "engine_Bps": 2 * steps / top["p2p_shift"][1],
-            "fanout_Bps": steps / top["p2p_fanout"][1],
-            "regimes": {"from_bytes": bounds, "overhead_s": overhead,
-                        "efficiency": [shift[names[-1]][1] / shift[r][1] for r in names], "pair_limit": pair_limit,
-                        "overhead_when": when},
+            "exchange_Bps": 2 * steps / rndv["p2p_exchange"][1],
+            "engine_Bps": 2 * steps / rndv["p2p_shift"][1],
+            "fanout_Bps": steps / rndv["p2p_fanout"][1],
+            "regimes": {"from_bytes": [0, int(eager_limit_B)],
+                        "overhead_s": [0.0, handshake],
+                        "efficiency": [shift_r[1] / shift_e[1], 1.0], "pair_limit": pair_limit,
+                        "overhead_when": ["always", "receiver_sending" if alone < handshake / 2 else "always"]},
             "intercepts_s": {f"{k}.{r}": v[r][0] for k, v in lines.items() for r in v},
             "rms_log_residual": {f"{k}.{r}": v[r][2] for k, v in lines.items() for r in v},
             "probes_s": probes}
@@ -386,10 +370,10 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
     flows = cross_flows(spec) if spec is not None else 0
     if "p2p_cross" in probes and flows:
         pts = np.asarray(probes["p2p_cross"], float)
-        sel = pts[:, 0] >= bounds[-1]
+        sel = pts[:, 0] >= eager_limit_B
         if sel.sum() < 2:
-            raise ConfigError(f"probes.p2p_cross: {int(sel.sum())} sizes in the {names[-1]} regime; need at least 2")
-        _, slope, fit["rms_log_residual"][f"p2p_cross.{names[-1]}"] = fit_line_log(pts[sel, 0], pts[sel, 1])
+            raise ConfigError(f"probes.p2p_cross: {int(sel.sum())} sizes in the rendezvous regime; need at least 2")
+        _, slope, fit["rms_log_residual"]["p2p_cross.rendezvous"] = fit_line_log(pts[sel, 0], pts[sel, 1])
         fit["cross_Bps"] = flows * steps / slope
         # below the senders' own rate the uplink is what limited the probe: that is its rate;
         # otherwise the probe only says the uplink is at least that fast
