@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import bad_value
 from .topology.io import load_topology
 
 
@@ -122,13 +121,12 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     predicted fastest algorithm is the measured fastest where the measured ones differ by
     more than 15%, and ``calibrated``, the calibrated Topology.
     """
-    from .backends.mpi import calibrated_topology, fit_point_to_point, mpi_algorithms, run_mpi_sweep
+    from .backends.mpi import calibrated_topology, check_rounds, fit_point_to_point, mpi_algorithms, run_mpi_sweep
     from .testbed import Testbed, parse_testbed
 
     spec = parse_testbed(testbed_text)
     plan = {op: mpi_algorithms(op, algos) for op in ops}  # bad names fail before the testbed is up
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise bad_value("rounds", rounds, "an integer >= 1")
+    check_rounds(rounds)  # before the testbed is up
     times: dict[tuple, list] = {}
     with Testbed(spec) as tb:
         fit = fit_point_to_point(tb, iterations=iterations, rounds=rounds)

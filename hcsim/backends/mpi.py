@@ -251,8 +251,15 @@ PROBE_SIZES = (4096, 16384, 32768, 65536, 131072, 262144, 1048576)
 """Sizes each probe runs at: three below :data:`EAGER_LIMIT_B` and four from it up, so a line
 through each range separates per-message cost from rate. 128 KiB (since run 13) is the message
 of a 1 MiB ring: the rendezvous cost is concave in size, and a line through 64 KiB, 256 KiB
-and 1 MiB alone priced those steps 9-11% low in run 13, with 128 KiB 7-8%
+and 1 MiB alone priced the 1 MiB ring collectives 4-11% low in run 13, with 128 KiB 2-8%
 (docs/validation.md)."""
+
+
+def check_rounds(rounds) -> int:
+    """``rounds`` if it is a whole number of rounds (>= 1), else a one-line error."""
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise bad_value("rounds", rounds, "an integer >= 1")
+    return rounds
 
 
 def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: int = 3) -> dict:
@@ -264,8 +271,7 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: 
     the machine does not set the model on its own. ``fit["probe_spread"]`` is, per probe, the
     largest max/min - 1 across the rounds over its sizes from the eager limit up.
     """
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise bad_value("rounds", rounds, "an integer >= 1")
+    check_rounds(rounds)
     runs: dict[str, list] = {probe: [] for probe in PROBES}
     for _ in range(rounds):
         for probe in PROBES:
