@@ -121,7 +121,13 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     predicted fastest algorithm is the measured fastest where the measured ones differ by
     more than 15%, and ``calibrated``, the calibrated Topology.
     """
-    from .backends.mpi import calibrated_topology, check_rounds, fit_point_to_point, mpi_algorithms, run_mpi_sweep
+    from .backends.mpi import (
+        calibrated_topology,
+        check_rounds,
+        fit_point_to_point,
+        mpi_algorithms,
+        run_mpi_sweep,
+    )
     from .testbed import Testbed, parse_testbed
 
     spec = parse_testbed(testbed_text)
