@@ -44,7 +44,17 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
         rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs.update(error_summary(df, min_size), topology=topo.name)
+    if df.groupby(["collective", "size_bytes"]).size().max() > 1:  # several algorithms per point
+        df.attrs.update(agreement_summary(fastest_agreement(df)))
     return df
+
+
+def agreement_summary(agree: pd.DataFrame) -> dict:
+    """``fastest`` (the :func:`fastest_agreement` table), ``fastest_agreement`` ("agreed/clear")
+    and ``fastest_agreement_separated`` (the same over the separated clear cases)."""
+    sep = agree[agree.separated == True]  # noqa: E712 (None where there are no rounds)
+    return {"fastest": agree, "fastest_agreement": f"{sum(agree.agree)}/{len(agree)}",
+            "fastest_agreement_separated": f"{sum(sep.agree)}/{len(sep)}"}
 
 
 def error_summary(df: pd.DataFrame, min_size: int = 0) -> dict:
@@ -63,9 +73,12 @@ def format_validation(df: pd.DataFrame) -> str:
     out["error"] = (out["error"] * 100).map(lambda x: f"{x:+.1f}%")
     text = out.to_string(index=False, float_format=lambda x: f"{x:.2f}")
     a = df.attrs
+    fastest = ("" if "fastest_agreement" not in a else
+               f"# predicted fastest = measured fastest in {a['fastest_agreement']} clear cases "
+               f"({a['fastest_agreement_separated']} where the winner's rounds all beat the rivals')\n")
     return (f"# predicted vs measured on {a.get('topology')}\n{text}\n"
             f"# {a['points']} points: median |error| {100 * a['median_abs_error']:.1f}%, "
-            f"90th percentile {100 * a['p90_abs_error']:.1f}%\n")
+            f"90th percentile {100 * a['p90_abs_error']:.1f}%\n{fastest}")
 
 
 def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
@@ -151,12 +164,8 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
                      "time_us": t, "predicted_us": pred, "error": pred / t - 1,
                      "time_us_min": min(ts), "time_us_max": max(ts), "rounds": len(ts)})
     df = pd.DataFrame(rows)
-    agree = fastest_agreement(df)
     df.attrs.update(error_summary(df, min_size), topology=topo.name,
-                    fit={k: v for k, v in fit.items() if k != "probes_s"},
-                    fastest_agreement=f"{sum(agree.agree)}/{len(agree)}")
-    sep = agree[agree.separated == True]  # noqa: E712 (None where there are no rounds)
-    df.attrs["fastest_agreement_separated"] = f"{sum(sep.agree)}/{len(sep)}"
-    df.attrs["fastest"] = agree
+                    fit={k: v for k, v in fit.items() if k != "probes_s"})
+    df.attrs.update(agreement_summary(fastest_agreement(df)))
     df.attrs["calibrated"] = topo
     return df
