@@ -235,7 +235,7 @@ def _cmd_hccl_test(a) -> int:
 def _cmd_validate(a) -> int:
     from .backends import load_measured
     from .units import parse_size
-    from .validate import format_validation, validate_measured
+    from .validate import fastest_line, format_validation, validate_measured
 
     if a.backend is not None:
         from .validate import validate_mpi
@@ -252,8 +252,8 @@ def _cmd_validate(a) -> int:
         print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
         at = df.attrs
         print(f"# {at['points']} points: median |error| {100 * at['median_abs_error']:.1f}%, 90th percentile "
-              f"{100 * at['p90_abs_error']:.1f}%; predicted fastest = measured fastest in {at['fastest_agreement']} "
-              f"clear cases ({at['fastest_agreement_separated']} where the winner's rounds all beat the rivals')")
+              f"{100 * at['p90_abs_error']:.1f}%")
+        print(fastest_line(at))
         print(f"# point-to-point fit: {_fit_summary(at['fit'])}")
         if a.save_topology:
             from .topology.io import save_topology

@@ -57,6 +57,12 @@ def agreement_summary(agree: pd.DataFrame) -> dict:
             "fastest_agreement_separated": f"{sum(sep.agree)}/{len(sep)}"}
 
 
+def fastest_line(attrs: dict) -> str:
+    """The fastest-agreement counts of :func:`agreement_summary` as one report line."""
+    return (f"# predicted fastest = measured fastest in {attrs['fastest_agreement']} clear cases "
+            f"({attrs['fastest_agreement_separated']} where the winner's rounds all beat the rivals')")
+
+
 def error_summary(df: pd.DataFrame, min_size: int = 0) -> dict:
     """``median_abs_error``, ``p90_abs_error`` and ``points`` over the rows of at least
     ``min_size`` bytes (NaN when there are none)."""
@@ -73,9 +79,7 @@ def format_validation(df: pd.DataFrame) -> str:
     out["error"] = (out["error"] * 100).map(lambda x: f"{x:+.1f}%")
     text = out.to_string(index=False, float_format=lambda x: f"{x:.2f}")
     a = df.attrs
-    fastest = ("" if "fastest_agreement" not in a else
-               f"# predicted fastest = measured fastest in {a['fastest_agreement']} clear cases "
-               f"({a['fastest_agreement_separated']} where the winner's rounds all beat the rivals')\n")
+    fastest = fastest_line(a) + "\n" if "fastest_agreement" in a else ""
     return (f"# predicted vs measured on {a.get('topology')}\n{text}\n"
             f"# {a['points']} points: median |error| {100 * a['median_abs_error']:.1f}%, "
             f"90th percentile {100 * a['p90_abs_error']:.1f}%\n{fastest}")
