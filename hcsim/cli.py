@@ -384,8 +384,10 @@ def _fit_summary(fit: dict) -> str:
             + "".join(f"from {b} B +{o * 1e6:.0f} us a message ({w}), "
                       for b, o, w in zip(reg["from_bytes"][1:], reg["overhead_s"][1:], reg["overhead_when"][1:],
                                          strict=True))
-            + f"efficiency {'/'.join(f'{e:.3f}' for e in reg['efficiency'])}, new-peer efficiency "
-            f"{'/'.join(f'{e:.3f}' for e in reg.get('new_peer_efficiency', [1.0] * len(reg['efficiency'])))}, reduction "
+            + f"efficiency {'/'.join(f'{e:.3f}' for e in reg['efficiency'])}, "
+            + "".join(f"{label} efficiency {'/'.join(f'{e:.3f}' for e in reg.get(key, [1.0] * len(reg['efficiency'])))}, "
+                      for label, key in (("new-peer", "new_peer_efficiency"), ("many-peer", "many_peer_efficiency")))
+            + "reduction "
             + (f"{fit['reduce_Bps'] / 1e9:.2f} GB/s" if "reduce_Bps" in fit else "not measured"))
     if "cross_Bps" in fit:
         line += (f", uplink {fit['cross_Bps'] / 1e6:.2f} MB/s "

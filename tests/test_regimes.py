@@ -8,7 +8,13 @@ import pytest
 
 from hcsim import simulate
 from hcsim.backends.mpi import OPTIONAL_PROBES, PROBE_SIZES, PROBES, calibrated_topology, fit_probes
-from hcsim.engine.regimes import MessageRegimes, message_bytes, new_peers, receiver_sending
+from hcsim.engine.regimes import (
+    MessageRegimes,
+    many_to_many,
+    message_bytes,
+    new_peers,
+    receiver_sending,
+)
 from hcsim.errors import ConfigError
 from hcsim.testbed.netns import TestbedSpec as Spec
 from hcsim.topology import full_mesh, single_switch
@@ -190,6 +196,26 @@ def test_new_peer_efficiency_by_hand():
     assert simulate(with_regimes(full_mesh(3, 1e9), slow), "broadcast", 1000, "star").time_us == pytest.approx(1.0)
 
 
+def test_many_peer_efficiency_by_hand():
+    slow = MessageRegimes((0, 2000), (0.0, 0.0), (1.0, 1.0), many_peer_efficiency=(0.5, 1.0))
+    # linear (mesh) alltoall, 4 ranks, 1000 B blocks: one step, every rank sending to 3 peers
+    # and receiving from 3, each block on its own 1 GB/s link charged as 2000 B: 2 us
+    mesh = with_regimes(full_mesh(4, 1e9), slow)
+    assert simulate(mesh, "alltoall", 4000, "mesh").time_us == pytest.approx(2.0)
+    # pairwise: one peer each way a step, 3 steps of 1 us
+    assert simulate(mesh, "alltoall", 4000, "pairwise").time_us == pytest.approx(3.0)
+    # star broadcast: the root sends to 3, but each receiver hears from one: 1 us
+    assert simulate(mesh, "broadcast", 1000, "star").time_us == pytest.approx(1.0)
+    # 3000 B blocks are in the second regime, where the factor is 1: 3 us
+    assert simulate(mesh, "alltoall", 12000, "mesh").time_us == pytest.approx(3.0)
+    # the rule: sender to >= 2 peers and receiver from >= 2 (zero-byte transfers do not count)
+    # out-degrees 2, 1, 2 and in-degrees 1, 2, 2 for ranks 0, 1, 2
+    src, dst = np.array([0, 0, 1, 2, 2]), np.array([1, 2, 2, 0, 1])
+    assert many_to_many(src, dst, np.ones(5)).tolist() == [True, True, False, False, True]
+    # without 2 -> 1, rank 2 sends to one peer and rank 1 hears from one
+    assert many_to_many(src, dst, np.array([1, 1, 1, 1, 0])).tolist() == [False, True, False, False, False]
+
+
 def test_step_helpers():
     src, dst = np.array([0, 0, 1, 2]), np.array([1, 1, 0, 0])
     assert message_bytes(src, dst, np.array([1.0, 2.0, 4.0, 8.0])).tolist() == [3.0, 3.0, 4.0, 8.0]
@@ -234,10 +260,11 @@ def test_new_peer_fit_recovers_what_made_the_rotate_probe():
 
 def test_new_fields_round_trip_and_reject_bad_values(tmp_path):
     reg = MessageRegimes((0, 1000), (0.0, 5e-6), (1.0, 0.5), overhead_when=("always", "receiver_sending"),
-                         new_peer_efficiency=(0.9, 0.8))
+                         new_peer_efficiency=(0.9, 0.8), many_peer_efficiency=(0.85, 1.1))
     back = load_topology(save_topology(with_regimes(full_mesh(4, 1e9), reg), tmp_path / "t.yaml"))
     assert back.defaults.message_regimes.overhead_when == reg.overhead_when
     assert back.defaults.message_regimes.new_peer_efficiency == reg.new_peer_efficiency
+    assert back.defaults.message_regimes.many_peer_efficiency == reg.many_peer_efficiency
     text = (tmp_path / "t.yaml").read_text()
     (tmp_path / "w.yaml").write_text(text.replace("overhead_when: receiver_sending", "overhead_when: sometimes"))
     with pytest.raises(ConfigError, match=r"message_regimes\[1\].overhead_when = 'sometimes'"):
@@ -247,6 +274,11 @@ def test_new_fields_round_trip_and_reject_bad_values(tmp_path):
         load_topology(tmp_path / "e.yaml")
     with pytest.raises(ConfigError, match="new_peer_efficiency"):
         MessageRegimes((0,), (0.0,), (1.0,), new_peer_efficiency=(0.5, 0.5))
+    (tmp_path / "m.yaml").write_text(text.replace("many_peer_efficiency: 1.1", "many_peer_efficiency: inf"))
+    with pytest.raises(ConfigError, match=r"message_regimes\[1\].many_peer_efficiency"):
+        load_topology(tmp_path / "m.yaml")
+    with pytest.raises(ConfigError, match=r"message_regimes\[0\].many_peer_efficiency = 0"):
+        MessageRegimes((0,), (0.0,), (1.0,), many_peer_efficiency=(0,))
 
 
 def _cross_probe(p, n):
@@ -316,21 +348,27 @@ def test_probe_rounds_keep_the_median_so_one_slow_round_does_not_set_the_model(m
     truth["reduce_local"] = [[n, 5e-6 + 7 * n / 2e8] for n in PROBE_SIZES]
     truth["p2p_cross"] = truth["p2p_oneway"]
     topo = calibrated_topology(Spec(hosts=8, rate_mbit=100), {**fit_probes(truth, 8), "regimes": {
-        **fit_probes(truth, 8)["regimes"], "new_peer_efficiency": [0.8, 0.9]}})
+        **fit_probes(truth, 8)["regimes"], "new_peer_efficiency": [0.8, 0.9], "many_peer_efficiency": [0.92, 1.06]}})
     truth["p2p_rotate"] = [[n, simulate(topo, "alltoall", 8 * n, "pairwise").time_s] for n in PROBE_SIZES]
-    calls = []
+    truth["p2p_all"] = [[n, mpi._simulate_probe(topo, "p2p_all", n, 8)] for n in PROBE_SIZES]
+    calls, asked = [], {}
 
     def fake_sweep(testbed, probe, sizes, algorithm, iterations):
         calls.append(probe)
+        asked[probe] = list(sizes)
         slow = 1.3 if probe == "p2p_rotate" and calls.count(probe) == 2 else 1.0  # its second round ran slow
-        return pd.DataFrame({"size_bytes": [n for n, _ in truth[probe]],
-                             "time_us": [t * 1e6 * slow for _, t in truth[probe]]})
+        return pd.DataFrame({"size_bytes": [n for n, _ in truth[probe] if n in sizes],
+                             "time_us": [t * 1e6 * slow for n, t in truth[probe] if n in sizes]})
 
     monkeypatch.setattr(mpi, "run_mpi_sweep", fake_sweep)
     tb = type("Tb", (), {"hosts": [f"h{i}" for i in range(8)], "spec": Spec(hosts=8, rate_mbit=100)})()
     fit = mpi.fit_point_to_point(tb, rounds=3)
     assert len(calls) == 3 * len(PROBES)
     assert fit["regimes"]["new_peer_efficiency"] == pytest.approx([0.8, 0.9], abs=2e-3)
+    # the all-peers probe stops at 256 KiB and, fitted after the new-peer factor, gives its own
+    assert asked["p2p_all"] == [n for n in PROBE_SIZES if n <= 262144]
+    assert fit["regimes"]["many_peer_efficiency"] == pytest.approx([0.92, 1.06], abs=2e-3)
+    assert "many-peer efficiency 0.920/1.060" in _fit_summary(fit)
     assert fit["probe_spread"]["p2p_rotate"] == pytest.approx(0.3, rel=1e-6)
     assert fit["probe_spread"]["p2p_shift"] == pytest.approx(0.0, abs=1e-9)
     assert "median of 3 probe rounds, widest spread 30% (p2p_rotate)" in _fit_summary(fit)

@@ -45,6 +45,18 @@ def make_op(comm, collective: str, size: int):
                 comm.Recv(recv, source=0)
 
         return fanout
+    if collective == "p2p_all":  # every rank sends n bytes to every other at once, p - 1 times
+        send, recv = np.ones(whole, np.uint8), np.empty((p, whole), np.uint8)
+        r = comm.rank
+        peers = [q for q in range(p) if q != r]
+
+        def all_peers():
+            for _ in range(p - 1):
+                reqs = [comm.Irecv(recv[q], source=q) for q in peers]
+                reqs += [comm.Isend(send, dest=q) for q in peers]
+                MPI.Request.Waitall(reqs)
+
+        return all_peers
     if collective == "reduce_local":  # every rank reduces n bytes into n bytes, p - 1 times
         send, acc = np.ones(whole, np.uint8), np.zeros(whole, np.uint8)
 

@@ -10,6 +10,7 @@ testbed). Facts this relies on (found while trying it here): PRRTE launches daem
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import shutil
@@ -120,18 +121,21 @@ def available() -> str | None:
     return None
 
 
-PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout", "p2p_rotate", "p2p_cross", "reduce_local")
+PROBES = ("p2p_oneway", "p2p_exchange", "p2p_shift", "p2p_fanout", "p2p_rotate", "p2p_cross", "p2p_all",
+          "reduce_local")
 """Point-to-point probes: 0 -> 1 alone (one-way rate); pairs (2i, 2i+1) exchanging, every rank
 at once, p - 1 times back to back (pairwise exchange under full load); every r -> r+1 while
 receiving from r-1, p - 1 times back to back (ring-like steps under full load); 0 -> every
 other rank at once (fan-out); as the shift, but step k to r+k from r-k (a new peer every
 step); the first half of the ranks sending to the second, r -> r + p/2, p - 1 times (on a
-leaf-spine the flows cross the uplinks: their rate); and one local probe, every rank reducing
+leaf-spine the flows cross the uplinks: their rate); every rank sending n bytes to every
+other rank while receiving from all of them, p - 1 times (many connections at once, as a linear
+alltoall); and one local probe, every rank reducing
 n bytes into n bytes p - 1 times at once (the reduction rate with every rank busy). The
 repeated probes run as many back-to-back steps as a collective on p ranks does, so their
 per-step cost is not swamped by the skew with which ranks leave the barrier."""
 
-OPTIONAL_PROBES = ("p2p_rotate", "p2p_cross", "reduce_local")
+OPTIONAL_PROBES = ("p2p_rotate", "p2p_cross", "p2p_all", "reduce_local")
 """Probes :func:`fit_probes` uses when present."""
 
 
@@ -255,6 +259,24 @@ and 1 MiB alone priced the 1 MiB ring collectives 4-11% low in run 13, with 128 
 (docs/validation.md)."""
 
 
+PROBE_MAX_BYTES = {"p2p_all": 262144}
+"""The largest size a probe runs at: the all-peers probe moves (p - 1)^2 messages a rank, 4 s an
+iteration at 1 MiB on 8 ranks at 100 Mbit/s; 256 KiB already covers the 128 KiB messages of a
+1 MiB linear alltoall."""
+
+
+def probe_sizes(probe: str, sizes) -> list[int]:
+    """The sizes of ``sizes`` that ``probe`` runs at (:data:`PROBE_MAX_BYTES`).
+
+    Examples
+    --------
+    >>> probe_sizes("p2p_all", PROBE_SIZES)[-1], probe_sizes("p2p_shift", PROBE_SIZES)[-1]
+    (262144, 1048576)
+    """
+    cap = PROBE_MAX_BYTES.get(probe, math.inf)
+    return [int(n) for n in sizes if n <= cap]
+
+
 def check_rounds(rounds) -> int:
     """``rounds`` if it is a whole number of rounds (>= 1), else a one-line error."""
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
@@ -275,14 +297,19 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: 
     runs: dict[str, list] = {probe: [] for probe in PROBES}
     for _ in range(rounds):
         for probe in PROBES:
-            df = run_mpi_sweep(testbed, probe, sizes, "p2p", iterations)
+            if not probe_sizes(probe, sizes):
+                continue
+            df = run_mpi_sweep(testbed, probe, probe_sizes(probe, sizes), "p2p", iterations)
             runs[probe].append(dict(zip(df["size_bytes"].astype(int), df["time_us"] * 1e-6, strict=True)))
     probes, spread = {}, {}
     for probe, per_round in runs.items():
-        times = np.array([[r[int(n)] for r in per_round] for n in sizes])  # sizes x rounds
-        probes[probe] = [[int(n), float(t)] for n, t in zip(sizes, np.median(times, axis=1), strict=True)]
-        big = np.asarray(sizes) >= EAGER_LIMIT_B  # the small sizes take microseconds: their spread is timer noise
-        big = big if big.any() else np.ones(len(sizes), dtype=bool)
+        mine = probe_sizes(probe, sizes)
+        if not mine:
+            continue
+        times = np.array([[r[n] for r in per_round] for n in mine])  # sizes x rounds
+        probes[probe] = [[n, float(t)] for n, t in zip(mine, np.median(times, axis=1), strict=True)]
+        big = np.asarray(mine) >= EAGER_LIMIT_B  # the small sizes take microseconds: their spread is timer noise
+        big = big if big.any() else np.ones(len(mine), dtype=bool)
         spread[probe] = float(np.max(times[big].max(axis=1) / times[big].min(axis=1)) - 1)
     fit = fit_probes(probes, len(testbed.hosts), spec=testbed.spec)
     fit.update(probe_rounds=rounds, probe_spread=spread)
@@ -305,7 +332,8 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
     the ratio of the slopes relative to eager; in a regime whose exchange probe moves more
     than 1.5 x the one-way rate (both directions together) the pair-exchange limit is lifted
     (``regimes``). Optional probes: the rotating-peer probe fits ``new_peer_efficiency``
-    (:func:`_fit_new_peer`); the local reduction, a line over all sizes, gives ``reduce_Bps``;
+    (:func:`_fit_peer_factor`), the all-peers probe ``many_peer_efficiency`` (the same
+    way, after it); the local reduction, a line over all sizes, gives ``reduce_Bps``;
     on a leaf-spine ``spec``, the cross probe's rendezvous line gives what crossed one leaf's
     uplink (``cross_Bps``), which becomes the uplinks' rate (``uplink_Bps``) when it is below
     90% of what the probe's senders could send at the one-way rate, i.e. when the uplink, not
@@ -385,9 +413,10 @@ def fit_probes(probes: dict, ranks: int, eager_limit_B: int = EAGER_LIMIT_B, spe
         # otherwise the probe only says the uplink is at least that fast
         if fit["cross_Bps"] < 0.9 * flows * one_way:
             fit["uplink_Bps"] = fit["cross_Bps"]
-    if "p2p_rotate" in probes:
-        fit["regimes"]["new_peer_efficiency"], fit["rms_log_residual"]["p2p_rotate"] = _fit_new_peer(
-            fit, np.asarray(probes["p2p_rotate"], float), ranks, spec)
+    for probe, key in PEER_FACTORS.items():  # the all-peers fit sees the fitted new-peer factor
+        if probe in probes:
+            fit["regimes"][key], fit["rms_log_residual"][probe] = _fit_peer_factor(
+                fit, probe, np.asarray(probes[probe], float), ranks, spec)
     return fit
 
 
@@ -413,36 +442,57 @@ def cross_flows(spec) -> int:
     return max([*out.values(), *into.values()], default=0)
 
 
-def _fit_new_peer(fit: dict, rotate: np.ndarray, ranks: int, spec=None) -> tuple[list, float]:
-    """Each regime's ``new_peer_efficiency``: the value with which the simulated rotating-peer
-    probe (a pairwise alltoall of ``n`` bytes a step on the calibrated endpoints) best matches
-    the measured one in log space (golden-section search over 0.3-1.5); and the rms log
-    residual of the whole probe with those values."""
+def _simulate_probe(topo, probe: str, n: int, ranks: int) -> float:
+    """Seconds the calibrated ``topo`` takes for ``probe`` (``p2p_rotate`` or ``p2p_all``) at
+    ``n`` bytes a message: the rotating-peer probe is a pairwise alltoall; the all-peers
+    probe is a linear alltoall's one step, run p - 1 times back to back."""
     from ..api import simulate
+
+    if probe == "p2p_rotate":
+        return simulate(topo, "alltoall", int(n) * ranks, "pairwise", record=False, verify=False).time_s
+    from ..algorithms.registry import get_algorithm, make_args, run_builder
+    from ..engine.des import EngineConfig, FlowSimulator
+
+    one = run_builder(get_algorithm("alltoall", "mesh"), make_args("alltoall", ranks, int(n) * ranks))
+    sched = dataclasses.replace(one, steps=list(one.steps) * (ranks - 1))
+    cfg = EngineConfig(step_overhead_s=topo.defaults.step_overhead_s, record=False,
+                       message_regimes=topo.defaults.message_regimes)
+    return FlowSimulator(topo, topo.npus[:ranks], sched, cfg).run()
+
+
+PEER_FACTORS = {"p2p_rotate": "new_peer_efficiency", "p2p_all": "many_peer_efficiency"}
+"""Which regime factor each peer-pattern probe fits (:func:`_fit_peer_factor`), in fitting order."""
+
+
+def _fit_peer_factor(fit: dict, probe: str, pts: np.ndarray, ranks: int, spec=None) -> tuple[list, float]:
+    """Each regime's value of the factor ``probe`` fits (:data:`PEER_FACTORS`): the value
+    with which the simulated probe on the calibrated endpoints best matches the measured one
+    in log space (golden-section search over 0.3-1.5, each regime on its own sizes); and the
+    rms log residual of the whole probe with those values."""
     from ..testbed.netns import TestbedSpec
 
     if spec is None:
         spec = TestbedSpec(hosts=ranks, rate_mbit=fit["rate_Bps"] * 8 / 1e6)
     elif spec.hosts != ranks:
         raise ConfigError(f"spec.hosts = {spec.hosts}: the probes ran on {ranks} ranks")
+    key = PEER_FACTORS[probe]
     bounds = fit["regimes"]["from_bytes"][1:] + [math.inf]
 
     def log_err(effs, sel):
-        trial = {**fit, "regimes": {**fit["regimes"], "new_peer_efficiency": effs}}
+        trial = {**fit, "regimes": {**fit["regimes"], key: effs}}
         topo = calibrated_topology(spec, trial)
-        sim = [simulate(topo, "alltoall", int(n) * ranks, "pairwise", record=False, verify=False).time_s
-               for n in rotate[sel, 0]]
-        return np.log(sim) - np.log(rotate[sel, 1])
+        sim = [_simulate_probe(topo, probe, n, ranks) for n in pts[sel, 0]]
+        return np.log(sim) - np.log(pts[sel, 1])
 
     effs = [1.0] * len(bounds)
     for i, (lo_b, hi_b) in enumerate(zip(fit["regimes"]["from_bytes"], bounds, strict=True)):
-        sel = (rotate[:, 0] >= lo_b) & (rotate[:, 0] < hi_b)
+        sel = (pts[:, 0] >= lo_b) & (pts[:, 0] < hi_b)
         if not sel.any():
             continue
 
         effs[i] = _golden_min(lambda e, i=i, sel=sel: float(np.sum(log_err(effs[:i] + [e] + effs[i + 1:], sel) ** 2)),
                               0.3, 1.5)
-    all_sel = np.ones(len(rotate), dtype=bool)
+    all_sel = np.ones(len(pts), dtype=bool)
     return effs, float(np.sqrt(np.mean(log_err(effs, all_sel) ** 2)))
 
 
@@ -486,7 +536,8 @@ def calibrated_topology(testbed, fit: dict):
     regimes = (MessageRegimes(tuple(reg["from_bytes"]), tuple(reg["overhead_s"]), tuple(reg["efficiency"]),
                               tuple(reg["pair_limit"]) if reg.get("pair_limit") is not None else None,
                               tuple(reg["overhead_when"]) if reg.get("overhead_when") is not None else None,
-                              tuple(reg["new_peer_efficiency"]) if reg.get("new_peer_efficiency") is not None else None)
+                              *(tuple(reg[k]) if reg.get(k) is not None else None
+                                for k in ("new_peer_efficiency", "many_peer_efficiency")))
                if reg else None)
     t = Topology(f"testbed-{s.hosts}x{s.rate_mbit:g}mbit-calibrated",
                  "netns testbed calibrated from point-to-point probes",

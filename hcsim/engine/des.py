@@ -33,7 +33,7 @@ import simpy
 from ..errors import StuckScheduleError, bad_value
 from ..topology.model import ROUTING_POLICIES
 from .fairshare import max_min_rates
-from .regimes import MessageRegimes, message_bytes, new_peers, receiver_sending
+from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
 _COMPLETE, _ACTIVATE = 0, 1
 
@@ -125,8 +125,9 @@ class _StepState:
             busy = (receiver_sending(step.src, step.dst, step.nbytes)
                     if regimes.conditional or regimes.peer_aware else None)
             active = (np.isin(step.dst, step.src[step.nbytes > 0]) if new_peer is not None else None)
+            many = many_to_many(step.src, step.dst, step.nbytes) if regimes.many_aware else None
             self.extra_s, self.charged = regimes.costs(self.nbytes, message_bytes(step.src, step.dst, step.nbytes),
-                                                       busy, new_peer, active)
+                                                       busy, new_peer, active, many)
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
         self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step

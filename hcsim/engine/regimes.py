@@ -51,6 +51,13 @@ class MessageRegimes:
         step too: a connection used once per step under load runs slower than one
         reused step after step (Open MPI over TCP, measured with a rotating-peer probe
         against the fixed-peer shift). A sender's first step is always to new peers.
+    many_peer_efficiency : tuple of float or None
+        A further efficiency (None: 1 in every regime) for a message of a many-to-many step:
+        its sender sends to two or more peers and its receiver receives from two or more, in
+        that step (a linear alltoall, a mesh). Open MPI over TCP moves a host's bytes at a
+        different rate when it juggles many connections at once than the one- and two-peer
+        probes show (slower for eager messages, faster for rendezvous ones on the netns
+        testbed); measured with an every-rank-to-every-rank probe.
 
     Examples
     --------
@@ -66,16 +73,19 @@ class MessageRegimes:
     pair_limit: tuple | None = None
     overhead_when: tuple | None = None
     new_peer_efficiency: tuple | None = None
+    many_peer_efficiency: tuple | None = None
 
     def __post_init__(self):
         k = len(self.from_bytes)
-        if self.new_peer_efficiency is not None:
-            if len(self.new_peer_efficiency) != k:
-                raise bad_value("message_regimes.new_peer_efficiency", self.new_peer_efficiency,
-                                f"{k} numbers, one per regime")
-            for i, v in enumerate(self.new_peer_efficiency):
+        for name in ("new_peer_efficiency", "many_peer_efficiency"):
+            effs = getattr(self, name)
+            if effs is None:
+                continue
+            if len(effs) != k:
+                raise bad_value(f"message_regimes.{name}", effs, f"{k} numbers, one per regime")
+            for i, v in enumerate(effs):
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                    raise bad_value(f"message_regimes[{i}].new_peer_efficiency", v, "a finite number > 0")
+                    raise bad_value(f"message_regimes[{i}].{name}", v, "a finite number > 0")
         if self.overhead_when is not None and (len(self.overhead_when) != k
                                                or any(w not in OVERHEAD_WHEN for w in self.overhead_when)):
             raise bad_value("message_regimes.overhead_when", self.overhead_when,
@@ -104,12 +114,18 @@ class MessageRegimes:
     def trivial(self) -> bool:
         """True when no regime adds a cost (the model without regimes)."""
         return (all(v == 0 for v in self.overhead_s) and all(e == 1 for e in self.efficiency)
-                and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware)
+                and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware
+                and not self.many_aware)
 
     @property
     def peer_aware(self) -> bool:
         """True when some regime charges a message to a new peer differently."""
         return self.new_peer_efficiency is not None and any(e != 1 for e in self.new_peer_efficiency)
+
+    @property
+    def many_aware(self) -> bool:
+        """True when some regime charges a message of a many-to-many step differently."""
+        return self.many_peer_efficiency is not None and any(e != 1 for e in self.many_peer_efficiency)
 
     def pair_limited(self, nbytes) -> np.ndarray:
         """Whether the pair-exchange limit holds for each message size."""
@@ -127,13 +143,14 @@ class MessageRegimes:
         return self.overhead_when is not None and any(w != "always" for w in self.overhead_when)
 
     def costs(self, nbytes, message_bytes=None, receiver_sending=None, new_peer=None,
-              receiver_active=None) -> tuple[np.ndarray, np.ndarray]:
+              receiver_active=None, many=None) -> tuple[np.ndarray, np.ndarray]:
         """``(overhead_s, charged_bytes)`` for each transfer of ``nbytes``, in the regime of
         its message (``message_bytes``, by default the transfer itself: see
         :func:`message_bytes`). ``receiver_sending`` (:func:`receiver_sending`; None: every
         receiver sends elsewhere), ``new_peer`` (:func:`new_peers`; None: no transfer goes to
-        a new peer) and ``receiver_active`` (whether the receiver sends anything in the step;
-        None: it does) decide the conditional costs."""
+        a new peer), ``receiver_active`` (whether the receiver sends anything in the step;
+        None: it does) and ``many`` (:func:`many_to_many`; None: no transfer is) decide the
+        conditional costs."""
         n = np.asarray(nbytes, dtype=float)
         k = self.regime_of(n if message_bytes is None else message_bytes)
         extra = np.asarray(self.overhead_s, float)[k]
@@ -146,6 +163,8 @@ class MessageRegimes:
             active = np.ones(n.shape, bool) if receiver_active is None else np.asarray(receiver_active, bool)
             eff = np.where(np.asarray(new_peer, bool) & active, eff * np.asarray(self.new_peer_efficiency, float)[k],
                            eff)
+        if self.many_aware and many is not None:
+            eff = np.where(np.asarray(many, bool), eff * np.asarray(self.many_peer_efficiency, float)[k], eff)
         return extra, n / eff
 
 
@@ -175,6 +194,31 @@ def receiver_sending(src, dst, nbytes) -> np.ndarray:
     peers = np.bincount(pairs // m, minlength=m)  # distinct ranks each rank sends to
     back = np.isin(dst * m + src, pairs)            # the receiver also sends to this sender
     return peers[dst] - back > 0
+
+
+def many_to_many(src, dst, nbytes) -> np.ndarray:
+    """For each transfer of a step, whether its sender sends to two or more distinct peers and
+    its receiver receives from two or more, in that step.
+
+    Examples
+    --------
+    Every rank to every other (3 ranks), then a star from rank 0:
+
+    >>> src, dst = np.array([0, 0, 1, 1, 2, 2]), np.array([1, 2, 0, 2, 0, 1])
+    >>> many_to_many(src, dst, np.ones(6)).tolist()
+    [True, True, True, True, True, True]
+    >>> many_to_many(np.array([0, 0]), np.array([1, 2]), np.ones(2)).tolist()
+    [False, False]
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    live = np.asarray(nbytes, dtype=float) > 0
+    if not live.any():
+        return np.zeros(src.shape, dtype=bool)
+    m = int(max(src.max(), dst.max())) + 1
+    pairs = np.unique(src[live] * m + dst[live])
+    out_deg = np.bincount(pairs // m, minlength=m)
+    in_deg = np.bincount(pairs % m, minlength=m)
+    return live & (out_deg[src] >= 2) & (in_deg[dst] >= 2)
 
 
 def new_peers(steps) -> list[np.ndarray]:

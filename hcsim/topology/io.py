@@ -42,7 +42,8 @@ _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "no
              "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
                  "modes", "message_regimes"}
-_REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency"}
+_REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency",
+                "many_peer_efficiency"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
@@ -266,7 +267,7 @@ def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
 def _regimes(where, v) -> MessageRegimes:
     if not isinstance(v, list) or not v:
         raise ConfigError(f"{where} = {v!r}: a list of {{from_bytes, overhead_us, efficiency}}, the first from 0")
-    starts, overheads, effs, pairs, when, newp = [], [], [], [], [], []
+    starts, overheads, effs, pairs, when, newp, many = [], [], [], [], [], [], []
     for i, r in enumerate(v):
         if not isinstance(r, dict):
             raise ConfigError(f"{where}[{i}] = {r!r}: a mapping with from_bytes, overhead_us, efficiency")
@@ -283,10 +284,12 @@ def _regimes(where, v) -> MessageRegimes:
             raise ConfigError(f"{where}[{i}].overhead_when = {w!r}: one of {', '.join(OVERHEAD_WHEN)}")
         when.append(w)
         newp.append(_num(f"{where}[{i}].new_peer_efficiency", r.get("new_peer_efficiency", 1.0)))
+        many.append(_num(f"{where}[{i}].many_peer_efficiency", r.get("many_peer_efficiency", 1.0)))
     try:
         return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs),
                               None if all(w == "always" for w in when) else tuple(when),
-                              None if all(e == 1 for e in newp) else tuple(newp))
+                              None if all(e == 1 for e in newp) else tuple(newp),
+                              None if all(e == 1 for e in many) else tuple(many))
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
 
