@@ -11,6 +11,7 @@ the parameters (numpy only), started from the topology's own values.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as _dt
 
 import numpy as np
@@ -19,18 +20,26 @@ import pandas as pd
 from .api import simulate
 from .errors import ConfigError
 from .topology.io import load_topology
-from .topology.model import ExecutionDefaults
 from .topology.spec import LinkSpec
+from .validate import row_algorithm
 
 
-def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_overhead_s: float):
-    """A copy of ``topo`` with each tier's links scaled and new overheads."""
+def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float = 1.0, launch_overhead_s=None):
+    """A copy of ``topo`` with each tier's links scaled by ``tier_scale[tier]``, the per-step
+    overhead set to ``step_overhead_s`` and every launch overhead (the default and the
+    per-collective ones) scaled by ``launch_scale`` (or the default set to
+    ``launch_overhead_s``); everything else in its defaults (message regimes, expansion
+    modes) is kept."""
     out = copy.deepcopy(topo)
     for _, _, d in out.graph.edges(data=True):
         s = d["spec"]
         if s.tier in tier_scale:
             d["spec"] = LinkSpec(s.bandwidth_Bps * tier_scale[s.tier], s.latency_s, s.tier, s.inline_reduce)
-    out.defaults = ExecutionDefaults(step_overhead_s, launch_overhead_s)
+    base = topo.defaults
+    launch = base.launch_overhead_s * launch_scale if launch_overhead_s is None else launch_overhead_s
+    out.defaults = dataclasses.replace(
+        base, step_overhead_s=step_overhead_s, launch_overhead_s=launch,
+        launch_overhead_by_collective_s=tuple((c, v * launch_scale) for c, v in base.launch_overhead_by_collective_s))
     out._compiled = None
     return out
 
@@ -70,61 +79,100 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
     return pts[best], vals[best], evals
 
 
-def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300):
+def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
+              source: str | None = None):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
+
+    The fit starts from the topology as it is (its regimes, per-collective launch costs and
+    NPU limits kept) and fits only the tiers the measured points exercise: a tier whose
+    doubling moves no prediction is left as built and listed in ``tiers_unused``. Nelder-Mead
+    never leaves a point worse than where it started, so the error after is at most the error
+    before.
 
     Parameters
     ----------
     topology : str, Path or Topology
     measured : DataFrame
-        ``collective, size_bytes, time_us`` and optionally ``ranks``
+        ``collective, size_bytes, time_us`` and optionally ``ranks`` and ``algorithm``
         (:func:`hcsim.backends.load_measured`).
     tiers : list of str, optional
-        Tiers to fit (default: every tier the topology has).
+        Tiers to consider (default: every tier the topology has).
     algorithm : str
-        What ran (default: HCCL's choice).
+        What ran. ``"auto"`` (default): each row's own ``algorithm`` where the file records
+        it (hcsim's measured CSVs do), else HCCL's choice.
+    max_evals : int
+        Evaluations of the whole measured set the optimiser may use.
+    source : str, optional
+        Where the measurements came from (a file name), kept in the provenance.
 
     Returns
     -------
     (Topology, dict)
         The calibrated topology and a report: fitted values, residuals per point (log
-        error), RMS log error before and after, evaluations used.
+        error), RMS log error before and after, evaluations used. The report is also the
+        topology's ``provenance["calibration_from_measured"]``; an earlier ``calibration``
+        (from point-to-point probes) is kept.
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> truth = single_switch(4, 1e9)
+    >>> pts = pd.DataFrame({"collective": "allgather", "algorithm": "ring",
+    ...                     "size_bytes": [4 << 20, 16 << 20]})
+    >>> pts["time_us"] = [simulate(truth, "allgather", n, "ring").time_us for n in pts.size_bytes]
+    >>> fitted, rep = calibrate(single_switch(4, 2e9), pts, source="example")
+    >>> rep["rms_log_error_after"] < rep["rms_log_error_before"]
+    True
     """
     topo = load_topology(topology)
     if measured.empty:
         raise ConfigError("measured: no points to calibrate on")
     tiers = sorted(tiers or {d["spec"].tier for _, _, d in topo.graph.edges(data=True)})
-    base_step = topo.defaults.step_overhead_s or 1e-6
-    base_launch = topo.defaults.launch_for(str(measured["collective"].iloc[0])) or 1e-6
-    points = [(r["collective"], int(r["size_bytes"]), float(r["time_us"]),
-               None if pd.isna(r.get("ranks", np.nan)) else int(r["ranks"])) for _, r in measured.iterrows()]
+    d0 = topo.defaults
+    base_step = d0.step_overhead_s or 1e-6
+    points = []
+    for _, r in measured.iterrows():
+        algo = row_algorithm(r, algorithm)
+        points.append((r["collective"], int(r["size_bytes"]), float(r["time_us"]),
+                       None if pd.isna(r.get("ranks", np.nan)) else int(r["ranks"]), algo))
+
+    def predict(cand):
+        return np.array([np.log(simulate(cand, c, n, a, ranks=k, verify=False).time_us / t)
+                         for c, n, t, k, a in points])
+
+    start = predict(topo)
+    # only the tiers some point depends on: doubling an unused tier moves nothing
+    used = [t for t in tiers if np.max(np.abs(predict(scaled(topo, {t: 2.0}, d0.step_overhead_s)) - start)) > 1e-9]
+    launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
 
     def unpack(x):
-        return ({t: float(np.exp(x[i])) for i, t in enumerate(tiers)}, float(base_step * np.exp(x[len(tiers)])),
-                float(base_launch * np.exp(x[len(tiers) + 1])))
+        scale = {t: float(np.exp(x[i])) for i, t in enumerate(used)}
+        return scale, float(base_step * np.exp(x[len(used)])), float(np.exp(x[len(used) + 1]))
 
-    def residuals(x):
-        scale, step, launch = unpack(x)
-        cand = scaled(topo, scale, step, launch)
-        return np.array([np.log(simulate(cand, c, n, algorithm, ranks=k, verify=False).time_us / t)
-                         for c, n, t, k in points])
+    def build(x):
+        scale, step, f = unpack(x)
+        return scaled(topo, scale, step, f, launch0 * f)
 
     def loss(x):
-        return float(np.mean(residuals(x) ** 2))
+        return float(np.mean(predict(build(x)) ** 2))
 
-    x0 = np.zeros(len(tiers) + 2)
-    before = residuals(x0)
+    x0 = np.zeros(len(used) + 2)
+    before = predict(build(x0))
     x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), max_evals)
-    after = residuals(x)
-    scale, step, launch = unpack(x)
-    fitted = scaled(topo, scale, step, launch)
-    fitted.name = f"{topo.name}-calibrated"
-    report = {"measured_points": len(points), "tier_bandwidth_scale": scale, "step_overhead_us": step * 1e6,
-              "launch_overhead_us": launch * 1e6, "rms_log_error_before": float(np.sqrt(np.mean(before ** 2))),
+    after = predict(build(x))
+    scale, step, f = unpack(x)
+    fitted = build(x)
+    if not topo.name.endswith("-calibrated"):
+        fitted.name = f"{topo.name}-calibrated"
+    report = {"measured_points": len(points), "source": source, "tier_bandwidth_scale": scale,
+              "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,
+              "launch_overhead_us": launch0 * f * 1e6, "launch_scale": f,
+              "rms_log_error_topology": float(np.sqrt(np.mean(start ** 2))),
+              "rms_log_error_before": float(np.sqrt(np.mean(before ** 2))),
               "rms_log_error_after": float(np.sqrt(np.mean(after ** 2))),
-              "residuals": [{"collective": c, "size_bytes": n, "measured_us": t, "log_error": float(e)}
-                            for (c, n, t, _), e in zip(points, after, strict=True)],
+              "residuals": [{"collective": c, "algorithm": a, "size_bytes": n, "measured_us": t,
+                             "log_error": float(e)} for (c, n, t, _, a), e in zip(points, after, strict=True)],
               "evaluations": evals, "algorithm": algorithm,
               "date": _dt.date.today().isoformat(), "method": "least squares on log(time), Nelder-Mead"}
-    fitted.provenance = {**topo.provenance, "calibration": report}
+    fitted.provenance = {**topo.provenance, "calibration_from_measured": report}
     return fitted, report

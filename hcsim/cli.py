@@ -96,7 +96,8 @@ def _parser() -> argparse.ArgumentParser:
                     "every point run, interleaved (each keeps the median)")
     va.add_argument("--op", default=None, help="collective (when the file does not say)")
     va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
-    va.add_argument("--algo", default="auto", help="algorithm to predict with (default: HCCL's choice)")
+    va.add_argument("--algo", default="auto", help="algorithm to predict with (default: the one each row records, "
+                    "else HCCL's choice)")
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
     va.add_argument("--csv", help="write the rows here")
     va.add_argument("--plot", help="write predicted versus measured (PNG) here")
@@ -133,7 +134,7 @@ def _parser() -> argparse.ArgumentParser:
                     "interleaved (each probe size keeps the median)")
     ca.add_argument("--op", default=None, help="collective (when the file does not say)")
     ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
-    ca.add_argument("--algo", default="auto", help="what ran (default: HCCL's choice)")
+    ca.add_argument("--algo", default="auto", help="what ran (default: the one each row records, else HCCL's choice)")
     ca.add_argument("--out", required=True, help="write the calibrated topology YAML here")
 
     tp = sub.add_parser("topo", help="inspect topologies")
@@ -331,7 +332,7 @@ def _cmd_measure(a) -> int:
 
         spec = parse_testbed(a.testbed)
         backend = MpiBackend(None)
-        backend.algorithms(a.op)  # an op without an Open MPI mapping fails before the testbed is up
+        backend.check(a.op, a.algo, a.ranks, a.iterations, spec.hosts)  # before the testbed is up
         with Testbed(spec) as tb:
             backend.testbed = tb
             df = backend.run(a.op, sizes, a.algo, a.ranks, a.iterations)
@@ -408,10 +409,18 @@ def _cmd_calibrate(a) -> int:
     if a.backend is not None:
         if a.backend != "mpi":
             raise HcsimError(f"--backend = {a.backend!r}: allowed: mpi (point-to-point probes on a testbed)")
-        from .backends.mpi import calibrated_topology, fit_point_to_point
+        from .backends.mpi import (
+            calibrated_topology,
+            check_iterations,
+            check_rounds,
+            fit_point_to_point,
+        )
         from .testbed import Testbed, parse_testbed
 
-        with Testbed(parse_testbed(a.testbed)) as tb:
+        spec = parse_testbed(a.testbed)
+        check_rounds(a.rounds)  # before the testbed is up
+        check_iterations(a.iterations)
+        with Testbed(spec) as tb:
             fit = fit_point_to_point(tb, iterations=a.iterations, rounds=a.rounds)
             topo = calibrated_topology(tb, fit)
         print(f"# point-to-point fit: {_fit_summary(fit)}")
@@ -420,9 +429,10 @@ def _cmd_calibrate(a) -> int:
     if a.measured is None or a.topology is None:
         raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
     measured = load_measured(a.measured, a.op, a.ranks)
-    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo)
-    scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items())
-    print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}; step overhead "
+    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured))
+    scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items()) or "no tier"
+    unused = f" (no point crosses {', '.join(rep['tiers_unused'])}: left as built)" if rep["tiers_unused"] else ""
+    print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}{unused}; step overhead "
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
     print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
           f"({rep['evaluations']} evaluations)")

@@ -35,8 +35,7 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     rows = []
     for _, m in measured.iterrows():
         ranks = None if pd.isna(m.get("ranks", np.nan)) else int(m["ranks"])
-        own = m.get("algorithm")
-        algo = own if algorithm == "auto" and isinstance(own, str) and own else algorithm
+        algo = row_algorithm(m, algorithm)
         r = simulate(topo, m["collective"], int(m["size_bytes"]), algo, ranks=ranks, **kwargs)
         row = dict(m)
         row.update(predicted_us=r.time_us, error=r.time_us / float(m["time_us"]) - 1, algorithm=r.algorithm,
@@ -47,6 +46,34 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     if df.groupby(["collective", "size_bytes"]).size().max() > 1:  # several algorithms per point
         df.attrs.update(agreement_summary(fastest_agreement(df)))
     return df
+
+
+def row_algorithm(row, algorithm="auto"):
+    """What to predict a measured ``row`` with: ``algorithm`` unless it is ``"auto"``; then the
+    row's own ``algorithm`` where it names an hcsim algorithm for the row's collective (hcsim's
+    measured CSVs record the one that ran), else ``"auto"`` (HCCL's choice; hccl_test and
+    nccl-tests rows say only ``"hccl"`` or ``"nccl"``).
+
+    Examples
+    --------
+    >>> row_algorithm({"collective": "allgather", "algorithm": "ring"})
+    'ring'
+    >>> row_algorithm({"collective": "allreduce", "algorithm": "hccl"})
+    'auto'
+    >>> row_algorithm({"collective": "allgather", "algorithm": "ring"}, "hd")
+    'hd'
+    """
+    from .algorithms.registry import get_algorithm
+    from .errors import ConfigError
+
+    own = row.get("algorithm")
+    if algorithm != "auto" or not isinstance(own, str) or not own:
+        return algorithm
+    try:
+        get_algorithm(row["collective"], own)
+    except ConfigError:
+        return "auto"
+    return own
 
 
 def agreement_summary(agree: pd.DataFrame) -> dict:
@@ -140,6 +167,7 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     """
     from .backends.mpi import (
         calibrated_topology,
+        check_iterations,
         check_rounds,
         fit_point_to_point,
         mpi_algorithms,
@@ -150,6 +178,7 @@ def validate_mpi(testbed_text: str, ops, algos="all", sizes=(65536, 262144, 1048
     spec = parse_testbed(testbed_text)
     plan = {op: mpi_algorithms(op, algos) for op in ops}  # bad names fail before the testbed is up
     check_rounds(rounds)  # before the testbed is up
+    check_iterations(iterations)
     times: dict[tuple, list] = {}
     with Testbed(spec) as tb:
         fit = fit_point_to_point(tb, iterations=iterations, rounds=rounds)

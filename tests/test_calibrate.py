@@ -1,5 +1,6 @@
 """Calibration recovers known parameters from synthetic measurements, and writes them out."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -11,7 +12,7 @@ from hcsim.topology import single_switch
 
 def test_calibration_recovers_bandwidth_and_overheads(tmp_path):
     base = single_switch(8, 10e9, 1e-6)
-    truth = scaled(base, {"generic": 0.6}, 3e-6, 20e-6)
+    truth = scaled(base, {"generic": 0.6}, 3e-6, launch_overhead_s=20e-6)
     # small messages with two step counts (14 and 7) separate launch from per-step overhead
     points = [("allreduce", n) for n in (1 << 10, 1 << 16, 1 << 22, 1 << 26)] + [("allgather", 1 << 24),
                                                                                   ("allgather", 1 << 10)]
@@ -26,13 +27,13 @@ def test_calibration_recovers_bandwidth_and_overheads(tmp_path):
     # the calibrated topology saves with its provenance and loads back
     path = hcsim.save_topology(fitted, tmp_path / "cal.yaml")
     back = hcsim.load_topology(path)
-    assert back.provenance["calibration"]["measured_points"] == 6
+    assert back.provenance["calibration_from_measured"]["measured_points"] == 6
     assert back.link_spec("npu0", "sw0").bandwidth_Bps == pytest.approx(6e9, rel=0.01)
 
 
 def test_calibrate_cli(tmp_path, capsys):
     base = single_switch(4, 10e9, 1e-6)
-    truth = scaled(base, {"generic": 0.5}, 2e-6, 10e-6)
+    truth = scaled(base, {"generic": 0.5}, 2e-6, launch_overhead_s=10e-6)
     rows = [{"collective": c, "size_bytes": n, "time_us": hcsim.simulate(truth, c, n, "ring").time_us}
             for c in ("allgather", "allreduce") for n in (1 << 12, 1 << 24)]
     csv = tmp_path / "m.csv"
@@ -42,4 +43,48 @@ def test_calibrate_cli(tmp_path, capsys):
     assert main(["calibrate", "--measured", str(csv), "-t", str(topo), "--algo", "ring", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "rms log error" in text and out.is_file()
-    assert "calibration" in out.read_text()
+    assert "calibration_from_measured" in out.read_text() and str(csv) in out.read_text()
+
+
+def test_calibration_keeps_what_it_does_not_fit_and_uses_each_rows_algorithm():
+    from pathlib import Path
+
+    from hcsim.backends import load_measured
+    from hcsim.validate import validate_measured
+
+    # a testbed topology calibrated on point-to-point probes (message regimes, NPU caps) and
+    # its measured rows, one per algorithm that ran
+    root = Path(__file__).resolve().parent.parent
+    topo = hcsim.load_topology(root / "docs/data/testbed-8x100mbit-run17.yaml")
+    rows = load_measured(root / "docs/data/validation_8x100mbit_run17.csv")
+    rows = rows[(rows.collective == "allgather") & (rows.size_bytes == 1048576)]
+    assert set(rows.algorithm) == {"ring", "hd", "nb"}
+    fitted, rep = calibrate(topo, rows, max_evals=40, source="run17")
+    # the fit starts where validate --measured stands (its regimes kept, each row's own
+    # algorithm), and does not end worse
+    direct = validate_measured(rows, topo)
+    assert rep["rms_log_error_topology"] == pytest.approx(float((direct.error + 1).map(np.log).pow(2).mean() ** 0.5),
+                                                         rel=1e-9)
+    assert rep["rms_log_error_after"] <= rep["rms_log_error_topology"] + 1e-6
+    assert fitted.defaults.message_regimes == topo.defaults.message_regimes
+    assert fitted.npu_spec("npu0") == topo.npu_spec("npu0")
+    assert [r["algorithm"] for r in rep["residuals"]] == list(rows.algorithm)
+    # the probe calibration stays beside the new one, and the name is not doubled
+    assert "calibration" in fitted.provenance and fitted.provenance["calibration_from_measured"]["source"] == "run17"
+    assert fitted.name == topo.name
+
+
+def test_calibration_leaves_tiers_no_point_uses_alone():
+    from hcsim.topology import LinkSpec
+
+    base = single_switch(4, 10e9, 1e-6)
+    base.add_node("far", "switch")
+    base.add_link("sw0", "far", LinkSpec(1e9, 1e-6, "roce"))  # no rank's path crosses it
+    truth = scaled(base, {"generic": 0.5}, 1e-6)
+    measured = pd.DataFrame([{"collective": "allgather", "algorithm": "ring", "size_bytes": n,
+                              "time_us": hcsim.simulate(truth, "allgather", n, "ring").time_us}
+                             for n in (1 << 12, 1 << 24)])
+    fitted, rep = calibrate(base, measured)
+    assert rep["tiers_unused"] == ["roce"] and set(rep["tier_bandwidth_scale"]) == {"generic"}
+    assert fitted.link_spec("sw0", "far").bandwidth_Bps == 1e9
+    assert rep["tier_bandwidth_scale"]["generic"] == pytest.approx(0.5, rel=0.02)

@@ -80,19 +80,29 @@ def test_testbed_tears_down_on_error(root):
 _HOLD = """
 import sys, time
 from hcsim.testbed import Testbed, TestbedSpec
-with Testbed(TestbedSpec(hosts=3, rate_mbit=50, leaves=2)):
-    print("up", flush=True)
+import subprocess
+with Testbed(TestbedSpec(hosts=3, rate_mbit=50, leaves=2)) as tb:
+    # a process inside a host, as an MPI rank would be: orphaned if this one is killed
+    rank = subprocess.Popen(["ip", "netns", "exec", tb.hosts[0], "sleep", "120"])
+    print("up", rank.pid, flush=True)
     time.sleep(120)
 """
 
 
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\tZ" not in next(line for line in f if line.startswith("State:"))
+    except FileNotFoundError:
+        return False
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_killed_run_leaves_nothing_behind(root, sig):
-    from hcsim.testbed import cleanup_stale
-
     proc = subprocess.Popen([sys.executable, "-c", _HOLD], stdout=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline().strip() == "up"
+        word, rank = proc.stdout.readline().split()
+        assert word == "up" and _running(int(rank))
         mine = f"hcs{proc.pid}"
         assert _leftovers(mine)
         proc.send_signal(sig)
@@ -100,13 +110,12 @@ def test_a_killed_run_leaves_nothing_behind(root, sig):
     finally:
         if proc.poll() is None:
             proc.kill()
-    if sig == signal.SIGKILL:  # no handler runs: the next start (or `hcsim testbed cleanup`) removes it
-        assert _leftovers(mine)
-        cleanup_stale()
+    # after a SIGKILL no handler runs: the testbed's guard process removes it
     deadline = time.time() + 10
     while _leftovers(mine) and time.time() < deadline:
         time.sleep(0.2)
     assert _leftovers(mine) == []
+    assert not _running(int(rank))  # nothing keeps running in a removed namespace
 
 
 def test_testbed_check_cli_sees_the_shaped_rate(root, capsys):

@@ -139,3 +139,52 @@ def test_validate_mpi_keeps_the_median_of_interleaved_rounds(monkeypatch):
     assert bool(df.attrs["fastest"].iloc[0].separated) and df.attrs["fastest_agreement_separated"] == "1/1"
     with pytest.raises(ConfigError, match="rounds = 0"):
         validate_mpi("8x100mbit", ["allgather"], ["ring"], rounds=0)
+
+
+def test_bad_measured_and_testbed_arguments_are_one_line_errors_before_anything_runs():
+    from pathlib import Path
+
+    from hcsim.backends import load_measured
+    from hcsim.backends.mpi import MpiBackend, check_iterations
+    from hcsim.errors import ConfigError
+    from hcsim.testbed import TestbedSpec, parse_testbed
+
+    root = Path(__file__).resolve().parent.parent
+    run = root / "docs/data/validation_8x100mbit_run17.csv"
+    sample = root.parent / "shared/data/hccl_test_sample.txt"
+    with pytest.raises(ConfigError, match="collective = 'warp': unknown"):
+        load_measured(run, "warp")
+    with pytest.raises(ConfigError, match="op = 'scatter': .* has no scatter rows"):
+        load_measured(run, "scatter")
+    with pytest.raises(ConfigError, match="ranks = 0: an integer >= 2"):
+        load_measured(run, ranks=0)
+    assert set(load_measured(run, ranks=8)["ranks"]) == {8}
+    with pytest.raises(ConfigError, match=r"op = 'alltoall': the file is allreduce output \(all_reduce_test\)"):
+        load_measured(sample, "alltoall")
+    with pytest.raises(ConfigError, match="ranks = 4: the ranks the file records"):
+        load_measured(sample, ranks=4)
+    with pytest.raises(ConfigError, match="uplink_mbit = 0.0"):
+        parse_testbed("8x100mbit/2leaves/0mbit")
+    with pytest.raises(ConfigError, match="uplink_mbit = -5"):
+        TestbedSpec(8, 100.0, 2, -5)
+    with pytest.raises(ConfigError, match="iterations = 0"):
+        check_iterations(0)
+    backend = MpiBackend(None)
+    assert backend.check("allreduce", "rd", None, 5, 8).name == "recursive_doubling"
+    with pytest.raises(ConfigError, match="ranks = 3: 8, the testbed's hosts"):
+        backend.check("allreduce", "auto", 3, 5, 8)
+    with pytest.raises(ConfigError, match="algos = 'warp'"):
+        backend.check("allreduce", "warp", None, 5, 8)
+
+
+def test_hccl_test_rows_are_predicted_with_hccls_choice_not_their_label():
+    from pathlib import Path
+
+    from hcsim.backends import load_measured
+    from hcsim.validate import validate_measured
+
+    sample = Path(__file__).resolve().parents[2] / "shared/data/hccl_test_sample.txt"
+    rows = load_measured(sample)
+    assert set(rows.algorithm) == {"hccl"}
+    df = validate_measured(rows, "atlas800t-a2")
+    assert len(df) == len(rows) and "hccl" not in set(df.algorithm)

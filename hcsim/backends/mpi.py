@@ -175,6 +175,7 @@ def run_mpi_sweep(testbed, collective: str, sizes, algorithm, iterations: int = 
         :func:`hcsim.sweep`'s columns with ``mode="measured"``, ``algorithm`` the hcsim
         algorithm and ``mpi_algorithm`` Open MPI's.
     """
+    check_iterations(iterations)
     if collective in PROBES:
         algo = MpiAlgorithm(collective, "p2p", "p2p", collective, 0)
     else:
@@ -284,6 +285,13 @@ def check_rounds(rounds) -> int:
     return rounds
 
 
+def check_iterations(iterations) -> int:
+    """``iterations`` if it is a whole number of timed runs (1 to 1000), else a one-line error."""
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 1000:
+        raise bad_value("iterations", iterations, "timed runs per point, an integer from 1 to 1000")
+    return iterations
+
+
 def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: int = 3) -> dict:
     """Measure the point-to-point probes (:data:`PROBES`) on ``testbed`` and fit them
     (:func:`fit_probes`).
@@ -294,6 +302,7 @@ def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: 
     largest max/min - 1 across the rounds over its sizes from the eager limit up.
     """
     check_rounds(rounds)
+    check_iterations(iterations)
     runs: dict[str, list] = {probe: [] for probe in PROBES}
     for _ in range(rounds):
         for probe in PROBES:
@@ -594,7 +603,15 @@ class MpiBackend:
         why = self.available()
         if why:
             raise ConfigError(f"backend mpi: {why}")
-        if ranks not in (None, len(self.testbed.hosts)):
-            raise ConfigError(f"ranks = {ranks}: the testbed has {len(self.testbed.hosts)} hosts (one rank each)")
-        algo = algorithm if algorithm not in (None, "auto") else self.algorithms(collective)[0]
+        algo = self.check(collective, algorithm, ranks, iterations, len(self.testbed.hosts))
         return run_mpi_sweep(self.testbed, collective, sizes, algo, iterations)
+
+    def check(self, collective: str, algorithm, ranks, iterations, hosts: int) -> MpiAlgorithm:
+        """The algorithm :meth:`run` would force, or a one-line error for any argument it cannot
+        take (so a caller can check before bringing a testbed up)."""
+        if ranks is not None and ranks != hosts:
+            raise bad_value("ranks", ranks, f"{hosts}, the testbed's hosts (one rank each), or leave it out")
+        check_iterations(iterations)
+        if algorithm in (None, "auto"):
+            return mpi_algorithms(collective)[0]
+        return mpi_algorithms(collective, [algorithm])[0]

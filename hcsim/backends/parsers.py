@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR
-from ..errors import ConfigError
+from ..errors import ConfigError, bad_value
 from ..hccl.hccl_test import BINARIES
 
 NCCL_TESTS = {"all_reduce_perf": "allreduce", "all_gather_perf": "allgather", "reduce_scatter_perf": "reducescatter",
@@ -33,6 +33,21 @@ def _frame(rows, collective, ranks, algorithm):
     return pd.DataFrame(out, columns=COLUMNS)
 
 
+def _named(given, in_file, binary):
+    """The collective: the one the file's binary names, which ``given`` may repeat but not
+    contradict."""
+    if given and in_file and given != in_file:
+        raise ConfigError(f"op = {given!r}: the file is {in_file} output ({binary}); leave --op out or match it")
+    return given or in_file
+
+
+def _ranks(given, in_file, where):
+    """The rank count: the file's, which ``given`` may repeat but not contradict."""
+    if given and in_file and given != in_file:
+        raise bad_value("ranks", given, f"the ranks the file records ({in_file}, from {where}), or leave it out")
+    return given or in_file
+
+
 def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None = None,
                     algorithm: str = "hccl") -> pd.DataFrame:
     """Rows of hccl_test's table (``data_size(Bytes): | aveg_time(us): | ...``).
@@ -48,8 +63,8 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     """
     m = re.search(r"mpirun\s+.*?-n\s+(\d+).*?(\w+_test)\b", text)
     if m:
-        ranks = ranks or int(m.group(1))
-        collective = collective or BINARIES.get(m.group(2))
+        ranks = _ranks(ranks, int(m.group(1)), "mpirun -n")
+        collective = _named(collective, BINARIES.get(m.group(2)), m.group(2))
     rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.split("|")]
@@ -67,10 +82,10 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     The rank count is the number of ``#  Rank`` lines unless given; the collective comes
     from a ``*_perf`` name in the text unless given.
     """
-    if collective is None:
-        m = re.search(r"\b(\w+_perf)\b", text)
-        collective = NCCL_TESTS.get(m.group(1)) if m else None
-    if ranks is None:
+    m = re.search(r"\b(\w+_perf)\b", text)
+    if m:
+        collective = _named(collective, NCCL_TESTS.get(m.group(1)), m.group(1))
+    if ranks is None:  # a given count wins: an output may list only its own process's ranks
         ranks = len(re.findall(r"^#\s+Rank\s+\d+", text, flags=re.M)) or None
     rows = []
     for line in text.splitlines():
@@ -111,14 +126,20 @@ def format_nccl_tests_row(size, count, dtype, redop, root, halves) -> str:
 def load_measured(path, collective: str | None = None, ranks: int | None = None) -> pd.DataFrame:
     """Read a measured file: hccl_test output, nccl-tests output, a sweep-shaped CSV, or a CSV
     with ``op, ranks, bytes, time_us`` columns (as ../shared/data keeps them)."""
+    from ..algorithms.registry import check_collective
+
     path = Path(path)
+    if collective is not None:
+        check_collective(collective)
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 2):
+        raise bad_value("ranks", ranks, "an integer >= 2 (the ranks the measurement ran on)")
     if not path.is_file():
         raise ConfigError(f"measured = {str(path)!r}: no such file")
     text = path.read_text()
     if "data_size(Bytes)" in text:
-        return parse_hccl_test(text, collective, ranks)
+        return _only(parse_hccl_test(text, collective, ranks), path, collective)
     if "algbw" in text and "busbw" in text and "#wrong" in text or "out-of-place" in text:
-        return parse_nccl_tests(text, collective, ranks)
+        return _only(parse_nccl_tests(text, collective, ranks), path, collective)
     lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
     rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
     if not rows:
@@ -136,7 +157,20 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None)
     df["size_bytes"] = df["size_bytes"].astype("int64")
     df["time_us"] = df["time_us"].astype(float)
     df["ranks"] = pd.to_numeric(df.get("ranks"), errors="coerce")
+    if ranks is not None:
+        recorded = sorted({int(k) for k in df["ranks"].dropna()})
+        if recorded and recorded != [ranks]:
+            raise bad_value("ranks", ranks, f"the ranks the file records ({', '.join(map(str, recorded))}), "
+                            "or leave it out")
+        df["ranks"] = float(ranks)
     if collective:
         df = df[df["collective"] == collective]
     df["mode"] = "measured"
-    return df.reset_index(drop=True)
+    return _only(df.reset_index(drop=True), path, collective)
+
+
+def _only(df: pd.DataFrame, path, collective) -> pd.DataFrame:
+    """``df``, or a one-line error when filtering on ``collective`` left no row."""
+    if collective and df.empty:
+        raise ConfigError(f"op = {collective!r}: {str(path)!r} has no {collective} rows")
+    return df

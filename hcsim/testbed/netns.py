@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 
 from ..errors import ConfigError, bad_value
@@ -58,6 +59,10 @@ class TestbedSpec:
             raise bad_value("rate_mbit", self.rate_mbit, "1 to 10000 Mbit/s")
         if isinstance(self.leaves, bool) or not isinstance(self.leaves, int) or not 1 <= self.leaves <= self.hosts:
             raise bad_value("leaves", self.leaves, f"1 to {self.hosts}")
+        if self.uplink_mbit is not None and (isinstance(self.uplink_mbit, bool)
+                                             or not isinstance(self.uplink_mbit, (int, float))
+                                             or not 1 <= self.uplink_mbit <= 100000):
+            raise bad_value("uplink_mbit", self.uplink_mbit, "1 to 100000 Mbit/s, or none (hosts per leaf x rate)")
 
     def leaf_of(self, i: int) -> int:
         per = -(-self.hosts // self.leaves)
@@ -81,6 +86,37 @@ def _names():
     ns = [line.split()[0] for line in _run("ip", "netns", "list", check=False).stdout.splitlines() if line.strip()]
     links = re.findall(r"^\d+: ([^:@]+)", _run("ip", "-o", "link", "show", check=False).stdout, flags=re.M)
     return ns, links
+
+
+def remove_testbed(prefix: str) -> list[str]:
+    """Remove every namespace and link whose name starts with ``prefix`` (one testbed), after
+    killing what still runs inside its namespaces (an orphaned MPI rank would keep a deleted
+    namespace, and its veth, alive). Returns what went."""
+    ns, links = _names()
+    mine = [n for n in ns if n.startswith(prefix)]
+    for name in mine:
+        for pid in _run("ip", "netns", "pids", name, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+    for name in mine:
+        _run("ip", "netns", "del", name, check=False)
+    gone = [n for n in links if n.startswith(prefix)]
+    for name in gone:
+        _run("ip", "link", "del", name, check=False)
+    return mine + gone
+
+
+_GUARD = """
+import sys
+sys.stdin.read()  # returns when the testbed's process closes the pipe or dies, however it dies
+from hcsim.testbed.netns import remove_testbed
+remove_testbed(sys.argv[1])
+"""
+"""The guard each testbed starts: a process in its own session (a Ctrl-C to the terminal's
+process group does not reach it) that waits for its creator to go, then removes what is left
+of the testbed, also after a SIGKILL, which no handler can catch."""
 
 
 def cleanup_stale(all_testbeds: bool = False) -> list[str]:
@@ -118,12 +154,16 @@ class Testbed:
         self.hosts = [f"{self.prefix}h{i}" for i in range(spec.hosts)]
         self.addresses = [f"{SUBNET}.{i + 1}" for i in range(spec.hosts)]
         self._up = False
+        self._guard = None
         self._old_handlers = {}
 
     def __enter__(self):
         if os.geteuid() != 0:
             raise ConfigError("testbed: needs root (network namespaces, veth, tc)")
         cleanup_stale()
+        self._guard = subprocess.Popen([sys.executable, "-c", _GUARD, self.prefix], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
         atexit.register(self.down)
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._old_handlers[sig] = signal.signal(sig, self._on_signal)
@@ -187,16 +227,13 @@ class Testbed:
             self._tbf(peer, s.rate_mbit)        # switch -> host
 
     def down(self):
-        if not self._up:
-            return
-        self._up = False
-        ns, links = _names()
-        for name in ns:
-            if name.startswith(self.prefix):
-                _run("ip", "netns", "del", name, check=False)
-        for name in links:
-            if name.startswith(self.prefix):
-                _run("ip", "link", "del", name, check=False)
+        if self._up:
+            self._up = False
+            remove_testbed(self.prefix)
+        guard, self._guard = self._guard, None
+        if guard is not None:  # nothing is left for it to remove: let it go
+            guard.stdin.close()
+            guard.wait(timeout=30)
 
     def topology(self):
         """The hcsim topology of this testbed (one NPU per host, bridges as switches).
