@@ -100,8 +100,8 @@ def error_summary(df: pd.DataFrame, min_size: int = 0) -> dict:
 
 
 def format_validation(df: pd.DataFrame) -> str:
-    keep = [c for c in ("case", "collective", "ranks", "size_bytes", "algorithm", "time_us", "predicted_us", "error")
-            if c in df.columns]
+    keep = [c for c in ("case", "collective", "ranks", "size_bytes", "mpi_algorithm", "algorithm", "time_us",
+                        "predicted_us", "error") if c in df.columns]
     out = df[keep].rename(columns={"time_us": "measured_us"}).copy()
     out["error"] = (out["error"] * 100).map(lambda x: f"{x:+.1f}%")
     text = out.to_string(index=False, float_format=lambda x: f"{x:.2f}")
