@@ -256,6 +256,7 @@ def _cmd_validate(a) -> int:
               f"{100 * at['p90_abs_error']:.1f}%")
         print(fastest_line(at))
         print(f"# point-to-point fit: {_fit_summary(at['fit'])}")
+        _warn_noisy(at["fit"])
         if a.save_topology:
             from .topology.io import save_topology
             print(f"# calibrated topology written to {save_topology(at['calibrated'], a.save_topology)}")
@@ -401,6 +402,14 @@ def _fit_summary(fit: dict) -> str:
     return line
 
 
+def _warn_noisy(fit: dict) -> None:
+    from .backends.mpi import noisy_probes
+
+    warning = noisy_probes(fit)
+    if warning:
+        print(f"# warning: {warning}")
+
+
 def _cmd_calibrate(a) -> int:
     from .backends import load_measured
     from .calibrate import calibrate
@@ -424,6 +433,7 @@ def _cmd_calibrate(a) -> int:
             fit = fit_point_to_point(tb, iterations=a.iterations, rounds=a.rounds)
             topo = calibrated_topology(tb, fit)
         print(f"# point-to-point fit: {_fit_summary(fit)}")
+        _warn_noisy(fit)
         print(f"# written to {save_topology(topo, a.out)}")
         return 0
     if a.measured is None or a.topology is None:

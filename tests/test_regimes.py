@@ -372,6 +372,11 @@ def test_probe_rounds_keep_the_median_so_one_slow_round_does_not_set_the_model(m
     assert fit["probe_spread"]["p2p_rotate"] == pytest.approx(0.3, rel=1e-6)
     assert fit["probe_spread"]["p2p_shift"] == pytest.approx(0.0, abs=1e-9)
     assert "median of 3 probe rounds, widest spread 30% (p2p_rotate)" in _fit_summary(fit)
+    # every round is kept, and a spread past 25% is flagged
+    n, ts = fit["probe_rounds_s"]["p2p_rotate"][-1]
+    assert n == PROBE_SIZES[-1] and ts[1] == pytest.approx(1.3 * ts[0]) and ts[2] == pytest.approx(ts[0])
+    assert "up to 30% between rounds (p2p_rotate)" in mpi.noisy_probes(fit)
+    assert mpi.noisy_probes({**fit, "probe_spread": {**fit["probe_spread"], "p2p_rotate": 0.2}}) is None
     # one round alone takes what it gets
     calls.clear()
     monkeypatch.setattr(mpi, "run_mpi_sweep", lambda *a, **k: fake_sweep(*a, **k) if a[1] != "p2p_rotate" else
