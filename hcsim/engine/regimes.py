@@ -172,6 +172,18 @@ OVERHEAD_WHEN = ("always", "receiver_sending")
 """When a regime's overhead is paid (:attr:`MessageRegimes.overhead_when`)."""
 
 
+def _pairs(src, dst, nbytes):
+    """``(src, dst, live, m, pairs)``: the rank arrays as int64, which transfers move bytes, a
+    key base ``m`` above every rank, and the distinct live (sender, receiver) pairs as sorted
+    keys ``src * m + dst`` (None when nothing moves)."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    live = np.asarray(nbytes, dtype=float) > 0
+    if not live.any():
+        return src, dst, live, 0, None
+    m = int(max(src.max(), dst.max())) + 1
+    return src, dst, live, m, np.unique(src[live] * m + dst[live])
+
+
 def receiver_sending(src, dst, nbytes) -> np.ndarray:
     """For each transfer of a step, whether its receiver sends, in the same step, bytes to a
     rank other than the transfer's sender.
@@ -185,12 +197,9 @@ def receiver_sending(src, dst, nbytes) -> np.ndarray:
     >>> receiver_sending(np.array([0, 1]), np.array([1, 0]), np.ones(2)).tolist()
     [False, False]
     """
-    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-    live = np.asarray(nbytes, dtype=float) > 0
-    if not live.any():
+    src, dst, live, m, pairs = _pairs(src, dst, nbytes)
+    if pairs is None:
         return np.zeros(src.shape, dtype=bool)
-    m = int(max(src.max(), dst.max())) + 1
-    pairs = np.unique(src[live] * m + dst[live])
     peers = np.bincount(pairs // m, minlength=m)  # distinct ranks each rank sends to
     back = np.isin(dst * m + src, pairs)            # the receiver also sends to this sender
     return peers[dst] - back > 0
@@ -210,12 +219,9 @@ def many_to_many(src, dst, nbytes) -> np.ndarray:
     >>> many_to_many(np.array([0, 0]), np.array([1, 2]), np.ones(2)).tolist()
     [False, False]
     """
-    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
-    live = np.asarray(nbytes, dtype=float) > 0
-    if not live.any():
+    src, dst, live, m, pairs = _pairs(src, dst, nbytes)
+    if pairs is None:
         return np.zeros(src.shape, dtype=bool)
-    m = int(max(src.max(), dst.max())) + 1
-    pairs = np.unique(src[live] * m + dst[live])
     out_deg = np.bincount(pairs // m, minlength=m)
     in_deg = np.bincount(pairs % m, minlength=m)
     return live & (out_deg[src] >= 2) & (in_deg[dst] >= 2)
