@@ -293,7 +293,7 @@ def _validate_on_hardware(a) -> int:
     sizes = [parse_size(x, "--sizes") for x in a.sizes.split(",")]
     parts = []
     for op in [x.strip() for x in a.ops.split(",") if x.strip()]:
-        for algo in (["auto"] if a.algos == "all" else [x.strip() for x in a.algos.split(",")]):
+        for algo in (backend.algorithms(op) if a.algos == "all" else [x.strip() for x in a.algos.split(",")]):
             measured = backend.run(op, sizes, algo, a.ranks, a.iterations)
             same = HCSIM_EQUIVALENT.get(algo, "auto") if a.backend == "nccl" else algo
             parts.append(validate_measured(measured, a.topology, same, parse_size(a.min_size, "--min-size")))

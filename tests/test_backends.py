@@ -97,3 +97,34 @@ def test_cli_validate_on_hardware_skips_in_one_line_without_an_npu(capsys):
 
     assert main(["validate", "--backend", "hccl", "--topology", "atlas800t-a2"]) == 0
     assert capsys.readouterr().out.strip().startswith("backend hccl skipped: no Ascend NPU")
+
+
+def test_cli_validate_on_hardware_runs_every_forcible_algorithm_with_algos_all(tmp_path, monkeypatch, capsys):
+    import hcsim.backends as backends
+    from hcsim.cli import main
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    stand_in(bindir, "all_reduce_test", HCCL_SAMPLE, "HCCL_ALGO")
+    launcher = tmp_path / "mpirun"
+    launcher.write_text(f'#!/bin/sh\nshift 2\necho "$HCCL_ALGO" >> "{tmp_path}/algos"\nexec "$@"\n')
+    launcher.chmod(0o755)
+    monkeypatch.setattr(backends, "get_backend",
+                        lambda name: HcclBackend(bin_dir=bindir, devices=8, mpirun=str(launcher)))
+    assert main(["validate", "--backend", "hccl", "--topology", "atlas800t-a2", "--ops", "allreduce",
+                 "--sizes", "8K,64M"]) == 0
+    # HCCL's choice first (no HCCL_ALGO), then each hcsim algorithm for allreduce that HCCL_ALGO
+    # can force, by its HCCL name (pairwise is alltoall's)
+    ran = (tmp_path / "algos").read_text().splitlines()
+    assert ran == ["", *(f"level0:NA;level1:{a}" for a in ("ring", "fullmesh", "H-D_R", "NHR", "NB", "pipeline",
+                                                           "AHC"))]
+    assert "median |error|" in capsys.readouterr().out
+
+
+def test_hccl_algo_names_invert_hcsims_reading_of_them():
+    from hcsim.backends.hccl import HCCL_ALGO_NAME
+    from hcsim.hccl.algo_env import HCSIM_NAME, parse_hccl_algo
+
+    for ours, theirs in HCCL_ALGO_NAME.items():
+        assert HCSIM_NAME[theirs] == ours
+        parse_hccl_algo(f"level0:NA;level1:{theirs}")  # HCCL accepts it

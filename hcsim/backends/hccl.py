@@ -25,6 +25,12 @@ TOOLKIT_DIRS = ("/usr/local/Ascend/ascend-toolkit/latest/tools/hccl_test/bin",
 """Where CANN installs hccl_test's binaries (besides $HCCL_TEST_HOME and $ASCEND_HOME_PATH)."""
 
 
+HCCL_ALGO_NAME = {"ring": "ring", "mesh": "fullmesh", "hd": "H-D_R", "nhr": "NHR", "nb": "NB", "pipeline": "pipeline",
+                  "pairwise": "pairwise", "ahc": "AHC"}
+"""The HCCL_ALGO name of each hcsim algorithm it can force (the inverse of
+:data:`hcsim.hccl.algo_env.HCSIM_NAME`)."""
+
+
 class HcclBackend:
     """Run hccl_test on this machine's Ascend NPUs.
 
@@ -71,7 +77,11 @@ class HcclBackend:
         return None
 
     def algorithms(self, collective: str) -> list[str]:
-        return ["auto", "ring", "mesh", "hd", "nhr", "nb", "pipeline", "pairwise", "star"]
+        """HCCL's own choice, then the hcsim algorithms for ``collective`` that HCCL_ALGO can force."""
+        from ..algorithms.registry import algorithms_for
+
+        have = set(algorithms_for(collective))
+        return ["auto", *(a for a in HCCL_ALGO_NAME if a in have)]
 
     def command(self, collective: str, sizes, ranks: int, iterations: int) -> list[str]:
         binary = {v: k for k, v in BINARIES.items()}.get(collective)
@@ -93,7 +103,7 @@ class HcclBackend:
         ranks = ranks or self.devices
         env = dict(os.environ)
         if algorithm and algorithm != "auto":
-            value = algorithm if ":" in algorithm else f"level0:NA;level1:{algorithm}"
+            value = algorithm if ":" in algorithm else f"level0:NA;level1:{HCCL_ALGO_NAME.get(algorithm, algorithm)}"
             parse_hccl_algo(value)  # a bad value fails here, in one line, not inside HCCL
             env["HCCL_ALGO"] = value
         out = run_tool(self.command(collective, sizes, ranks, iterations), env, self.timeout_s, "hccl")
