@@ -73,7 +73,7 @@ def test_cli_validate_measured_writes_the_plot(tmp_path, capsys):
     ("8x100mbit_run16", 42, r"Run 16 \([^)]*\)", "8/8"), ("8x100mbit_run17", 42, r"Run 17 \([^)]*\)", "9/9"),
     ("8x100mbit_2leaves_run17", 28, r"Leaf-spine run 17", "7/7"), ("8x100mbit_run18", 42, r"Run 18 \([^)]*\)", "7/7"),
     ("8x100mbit_run19", 42, r"Run 19 \([^)]*\)", "8/9"), ("8x100mbit_run20", 42, r"Run 20 \([^)]*\)", "8/8"),
-    ("8x100mbit_run21", 42, r"Run 21 \([^)]*\)", "8/9")])
+    ("8x100mbit_run21", 42, r"Run 21 \([^)]*\)", "8/9"), ("8x100mbit_2leaves_run21", 28, r"Leaf-spine run 21", "6/6")])
 def test_stored_testbed_run_reproduces_the_figures_in_the_docs(stem, points, label, fastest):
     # docs/validation.md: the measured CSV and the topology calibrated in that run
     import re
