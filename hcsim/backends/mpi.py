@@ -348,10 +348,11 @@ def _round_stats(runs: dict, sizes) -> tuple[dict, dict, dict]:
 
 NOISY_SPREAD = 0.25
 """A probe whose rounds differ by more than this (max/min - 1) makes a calibration suspect:
-over validation runs 16-19 the widest spread was 7-18% where the calibration predicted the
-collectives within a 3.1-5.4% median, and 37% in run 19, whose calibration was off (its own
-rows: 6.8% median, 27.4% p90; the same rows with run 17's or 18's calibration: 5.2% and 3.3%,
-docs/validation.md)."""
+in validation runs 16-18 and 21 the widest spread over three rounds was 7-18% and the
+calibration predicted the collectives within a 3.1-5.4% median; in run 19 it was 37% and the
+calibration was off (its own rows: 6.8% median, 27.4% p90; the same rows with run 17's or 18's
+calibration: 5.2% and 3.3%); run 20's 31% took two more rounds and gave 5.5%
+(docs/validation.md)."""
 
 
 def noisy_probes(fit: dict, limit: float = NOISY_SPREAD) -> str | None:

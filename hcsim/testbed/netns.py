@@ -88,12 +88,25 @@ def _names():
     return ns, links
 
 
+def _owned(name: str, prefix: str) -> bool:
+    """Whether ``name`` belongs to the testbed ``prefix`` (``hcs<pid>``): the whole pid, so
+    ``hcs12`` does not claim ``hcs123h0``.
+
+    Examples
+    --------
+    >>> _owned("hcs12h0", "hcs12"), _owned("hcs123h0", "hcs12"), _owned("eth0", "hcs12")
+    (True, False, False)
+    """
+    m = PREFIX_RE.match(name)
+    return bool(m) and f"hcs{m.group(1)}" == prefix
+
+
 def remove_testbed(prefix: str) -> list[str]:
-    """Remove every namespace and link whose name starts with ``prefix`` (one testbed), after
-    killing what still runs inside its namespaces (an orphaned MPI rank would keep a deleted
+    """Remove every namespace and link of the testbed ``prefix`` (``hcs<pid>``), after killing
+    what still runs inside its namespaces (an orphaned MPI rank would keep a deleted
     namespace, and its veth, alive). Returns what went."""
     ns, links = _names()
-    mine = [n for n in ns if n.startswith(prefix)]
+    mine = [n for n in ns if _owned(n, prefix)]
     for name in mine:
         for pid in _run("ip", "netns", "pids", name, check=False).stdout.split():
             try:
@@ -102,7 +115,7 @@ def remove_testbed(prefix: str) -> list[str]:
                 pass
     for name in mine:
         _run("ip", "netns", "del", name, check=False)
-    gone = [n for n in links if n.startswith(prefix)]
+    gone = [n for n in links if _owned(n, prefix)]
     for name in gone:
         _run("ip", "link", "del", name, check=False)
     return mine + gone
@@ -121,21 +134,16 @@ of the testbed, also after a SIGKILL, which no handler can catch."""
 
 def cleanup_stale(all_testbeds: bool = False) -> list[str]:
     """Remove testbeds whose creating process is gone (or every hcsim testbed). Returns what went."""
-    removed = []
     ns, links = _names()
+    stale = set()
     for name in ns + links:
         m = PREFIX_RE.match(name)
-        if not m:
-            continue
-        pid = int(m.group(1))
-        alive = pid != os.getpid() and os.path.exists(f"/proc/{pid}")
-        if all_testbeds or not alive:
-            if name in ns:
-                _run("ip", "netns", "del", name, check=False)
-            else:
-                _run("ip", "link", "del", name, check=False)
-            removed.append(name)
-    return removed
+        if m:
+            pid = int(m.group(1))
+            alive = pid != os.getpid() and os.path.exists(f"/proc/{pid}")
+            if all_testbeds or not alive:
+                stale.add(f"hcs{pid}")
+    return [name for prefix in sorted(stale) for name in remove_testbed(prefix)]
 
 
 class Testbed:
