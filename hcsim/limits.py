@@ -1,0 +1,30 @@
+"""Documented limits on the work hcsim takes on before it starts.
+
+Nothing a user types should run for hours or eat the machine's memory without being told
+first. Each limit below is checked before the work it bounds begins, and the error names
+the estimate and how to proceed (a smaller case, analytical mode, or an explicit
+override). The numbers are set so that a case at the limit finishes in minutes on a
+2-core machine with a few GiB of memory (docs/performance.md has the measurements).
+"""
+
+from __future__ import annotations
+
+MAX_NPUS = 131_072
+"""Most NPUs a topology builder makes (2^17: 8x the 16,384-NPU clusters hcsim targets)."""
+
+MAX_NODES = 262_144
+"""Most nodes (NPUs, switches, NICs) a topology may hold."""
+
+MAX_LINKS = 4_000_000
+"""Most directed links a topology may hold (a full mesh of 2,000 NPUs has 3,998,000)."""
+
+MAX_SIZE_BYTES = 1 << 50
+"""Largest message size (1 PiB): far above any real buffer, far below int64's 2^63, so
+byte counts, chunk sizes and their sums stay exact in numpy's int64."""
+
+MAX_DES_TRANSFERS = 20_000_000
+"""Most transfers (summed over all steps and CCL-buffer loops) the event-driven mode takes
+on without ``max_transfers=`` raised explicitly."""
+
+MAX_BUFFER_LOOPS = 100_000
+"""Most CCL-buffer loops one call may run in, in any mode."""
