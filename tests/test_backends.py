@@ -14,7 +14,7 @@ from hcsim.backends import HcclBackend, NcclBackend, get_backend
 from hcsim.backends.base import geometric
 
 HERE = Path(__file__).resolve().parent
-HCCL_SAMPLE = HERE.parents[1] / "shared" / "data" / "hccl_test_sample.txt"
+HCCL_SAMPLE = HERE.parent / "docs" / "data" / "published" / "hccl_test_sample.txt"
 NCCL_SAMPLE = HERE / "data" / "nccl_tests_gb200_allreduce.txt"
 
 

@@ -16,7 +16,7 @@ from hcsim.hccl.hccl_test import format_row
 from hcsim.validate import validate_measured
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parents[1] / "shared" / "data"
+PUBLISHED = HERE.parent / "docs" / "data" / "published"
 
 
 def test_nccl_tests_output_round_trips():
@@ -34,9 +34,8 @@ def test_nccl_tests_output_round_trips():
     assert df["busbw_GBps"].round(2).tolist() == pytest.approx([586.06, 681.17, 757.78, 839.16, 834.57], abs=0.02)
 
 
-@pytest.mark.skipif(not (SHARED / "hccl_test_sample.txt").is_file(), reason="../shared/data not beside the checkout")
 def test_hccl_test_output_round_trips():
-    text = (SHARED / "hccl_test_sample.txt").read_text()
+    text = (PUBLISHED / "hccl_test_sample.txt").read_text()
     df = parse_hccl_test(text)
     assert (df["collective"].iloc[0], df["ranks"].iloc[0], len(df)) == ("allreduce", 8, 14)
     rows = [line for line in text.splitlines() if line[:1].isdigit()]
@@ -48,15 +47,14 @@ DOC_FIGURES = {"median_abs_error": 0.001, "p90_abs_error": 0.078}
 """The summary docs/validation.md states for the 910B file (rounded to 0.1%)."""
 
 
-@pytest.mark.skipif(not (SHARED / "ascend910b_8npu_measured.csv").is_file(), reason="../shared/data not beside")
 def test_validate_reproduces_the_documented_910b_figures(capsys):
-    df = validate_measured(load_measured(SHARED / "ascend910b_8npu_measured.csv"), "atlas800t-a2")
+    df = validate_measured(load_measured(PUBLISHED / "ascend910b_8npu_measured.csv"), "atlas800t-a2")
     assert len(df) == 10
     for key, value in DOC_FIGURES.items():
         assert df.attrs[key] == pytest.approx(value, abs=0.0005)
     doc = (HERE.parent / "docs" / "validation.md").read_text()
     assert "median |error| 0.1%" in doc and "90th percentile 7.8%" in doc
-    assert main(["validate", "--measured", str(SHARED / "ascend910b_8npu_measured.csv"), "-t", "atlas800t-a2"]) == 0
+    assert main(["validate", "--measured", str(PUBLISHED / "ascend910b_8npu_measured.csv"), "-t", "atlas800t-a2"]) == 0
     assert "# 10 points: median |error| 0.1%, 90th percentile 7.8%" in capsys.readouterr().out
 
 

@@ -60,7 +60,7 @@ def test_cli_validate_measured_writes_the_plot(tmp_path, capsys):
 
     from hcsim.cli import main
 
-    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "ascend910b_8npu_measured.csv"
+    data = Path(__file__).resolve().parents[1] / "docs" / "data" / "published" / "ascend910b_8npu_measured.csv"
     out = tmp_path / "pvm.png"
     assert main(["validate", "--measured", str(data), "--topology", "atlas800t-a2", "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
@@ -153,7 +153,7 @@ def test_bad_measured_and_testbed_arguments_are_one_line_errors_before_anything_
 
     root = Path(__file__).resolve().parent.parent
     run = root / "docs/data/validation_8x100mbit_run17.csv"
-    sample = root.parent / "shared/data/hccl_test_sample.txt"
+    sample = root / "docs/data/published/hccl_test_sample.txt"
     with pytest.raises(ConfigError, match="collective = 'warp': unknown"):
         load_measured(run, "warp")
     with pytest.raises(ConfigError, match="op = 'scatter': .* has no scatter rows"):
@@ -185,7 +185,7 @@ def test_hccl_test_rows_are_predicted_with_hccls_choice_not_their_label():
     from hcsim.backends import load_measured
     from hcsim.validate import validate_measured
 
-    sample = Path(__file__).resolve().parents[2] / "shared/data/hccl_test_sample.txt"
+    sample = Path(__file__).resolve().parents[1] / "docs/data/published/hccl_test_sample.txt"
     rows = load_measured(sample)
     assert set(rows.algorithm) == {"hccl"}
     df = validate_measured(rows, "atlas800t-a2")

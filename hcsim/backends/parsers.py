@@ -125,7 +125,7 @@ def format_nccl_tests_row(size, count, dtype, redop, root, halves) -> str:
 
 def load_measured(path, collective: str | None = None, ranks: int | None = None) -> pd.DataFrame:
     """Read a measured file: hccl_test output, nccl-tests output, a sweep-shaped CSV, or a CSV
-    with ``op, ranks, bytes, time_us`` columns (as ../shared/data keeps them)."""
+    with ``op, ranks, bytes, time_us`` columns (as docs/data/published keeps them)."""
     from ..algorithms.registry import check_collective
 
     path = Path(path)

@@ -1,11 +1,11 @@
 """Simulated hccl_test runs, printed in hccl_test's own format so a simulated table can sit
-beside a real one line by line (FACTS.md s5; ../shared/data/hccl_test_sample.txt).
+beside a real one line by line (FACTS.md s5; docs/data/published/hccl_test_sample.txt).
 
 hccl_test's conventions, which hcsim's sizes already follow: data_size is the -b..-e value;
 AllReduce, Broadcast, Reduce and AlltoAll use the per-NPU buffer, AllGather and
 ReduceScatter count x rank size. alg_bandwidth is data_size / aveg_time in units of 2^30
 bytes per second: every row of the official sample output (hicann/oam-tools docs, kept in
-../shared/data/hccl_test_sample.txt) is bytes / time / 2^30 to the printed digit, although
+docs/data/published/hccl_test_sample.txt) is bytes / time / 2^30 to the printed digit, although
 its docs say GB/s (FACTS.md s5 repeats the docs; the printed numbers decide). No bus
 bandwidth is printed.
 """

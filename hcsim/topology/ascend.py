@@ -1,4 +1,4 @@
-"""Ascend machines. Every number cites its source in ../shared/FACTS.md (section 4) and
+"""Ascend machines. Every number cites its source in docs/facts.md (section 4) and
 says whether it is a datasheet value, a measurement or an HCCL internal constant.
 
 Rank order is pod, server (node), local index, so the NPUs of one server are consecutive
@@ -15,7 +15,7 @@ from .spec import LinkSpec, NpuSpec
 # ---- 910B (Atlas 800T A2) -------------------------------------------------------------
 # HCCS between two 910B NPUs, per direction. HCCL constant 18.3 GB/s (hcomm
 # device_capacity.cc); measured 16.94 GiB/s = 18.19 GB/s per link in an 8-NPU 2 GiB hccl_test
-# AllGather (../shared/data/ascend910b_8npu_measured.csv), which agrees within 1%.
+# AllGather (docs/data/published/ascend910b_8npu_measured.csv), which agrees within 1%.
 HCCS_910B_Bps = 18.3e9
 # SDMA task fixed cost below 512 KB (HCCL constant, hcomm task_profiling.h).
 SDMA_FIXED_s = 0.6e-6
