@@ -8,7 +8,11 @@ from __future__ import annotations
 
 
 class HcsimError(ValueError):
-    """Base class of every error hcsim raises on purpose."""
+    """Base class of every error hcsim raises on purpose. Its message is always one line
+    (line breaks in what it quotes are folded into spaces)."""
+
+    def __init__(self, message: object = ""):
+        super().__init__(" ".join(str(message).splitlines()))
 
 
 class ConfigError(HcsimError):
@@ -27,12 +31,25 @@ class StuckScheduleError(HcsimError):
     """The engine ran out of events while some ranks had not finished."""
 
 
+SHOWN_CHARS = 80
+"""How much of a bad value an error message quotes."""
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, cut to :data:`SHOWN_CHARS` characters (a 5,000-digit size is not repeated)."""
+    try:
+        text = repr(value)
+    except Exception:  # a user object whose repr fails still gets a message
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS - 12]}...({len(text)} chars)"
+
+
 def bad_value(field: str, value: object, allowed: str) -> ConfigError:
     """Build the standard one-line error: ``field = value: allowed``."""
-    return ConfigError(f"{field} = {value!r}: {allowed}")
+    return ConfigError(f"{field} = {shown(value)}: {allowed}")
 
 
 def unknown_name(field: str, value: object, known) -> ConfigError:
     """Error for a name that is not in a registry, listing the known names."""
     names = ", ".join(sorted(str(k) for k in known))
-    return ConfigError(f"{field} = {value!r}: unknown; known: {names}")
+    return ConfigError(f"{field} = {shown(value)}: unknown; known: {names}")

@@ -7,14 +7,18 @@ of 1000. Bandwidths are reported in GB/s with GB = 1e9 bytes, as both tools prin
 
 from __future__ import annotations
 
+import numbers
 import re
+from fractions import Fraction
 
 from .errors import bad_value
+from .limits import MAX_SIZE_BYTES
 
 _BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
            "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 _DECIMAL = {"kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_SIZE_RE = re.compile(r"^[ \t]*([0-9]+)(?:\.([0-9]+))?[ \t]*([A-Za-z]*)[ \t]*$", re.ASCII)
+"""Digits are ASCII only: a size is typed, and Unicode digits are refused rather than guessed."""
 
 GB = 1e9
 """Bytes in the GB of GB/s (nccl-tests and hccl_test both divide by 1e9)."""
@@ -40,34 +44,40 @@ def parse_size(value, field: str = "size") -> int:
     >>> parse_size("64MiB"), parse_size("1G"), parse_size("2kB")
     (67108864, 1073741824, 2000)
     """
-    allowed = "a positive byte count such as 8, 64K, 64KiB, 1MB, 1G (K/M/G = 1024^n, kB/MB/GB = 1000^n)"
+    allowed = (f"a whole positive byte count up to {MAX_SIZE_BYTES} (1 PiB), such as 8, 64K, 64KiB, 1MB, 1G "
+               "(K/M/G = 1024^n, kB/MB/GB = 1000^n)")
     if isinstance(value, bool):
         raise bad_value(field, value, allowed)
-    if isinstance(value, int):
-        nbytes = value
-    elif isinstance(value, float) and value.is_integer():
+    if isinstance(value, numbers.Integral):
+        nbytes = int(value)
+    elif isinstance(value, float):
+        if not value.is_integer():
+            raise bad_value(field, value, allowed)
         nbytes = int(value)
     elif isinstance(value, str):
-        m = _SIZE_RE.match(value)
+        m = _SIZE_RE.match(value) if len(value) <= 64 else None
         if not m:
             raise bad_value(field, value, allowed)
-        number, unit = m.groups()
+        whole, frac, unit = m.groups()
+        frac = frac or ""
         key = unit.lower()
-        # "kB", "MB", "GB" (capital B after a prefix) are decimal; "K", "KiB", "kb"? keep
-        # the hccl_test reading: a bare prefix letter is binary.
-        if unit.endswith("B") and not unit.lower().endswith("ib") and len(unit) == 2:
+        # "kB", "MB", "GB" (capital B after a prefix) are decimal; a bare prefix letter, or
+        # "KiB", is binary (the hccl_test / nccl-tests reading of -b 64K).
+        if unit.endswith("B") and not key.endswith("ib") and len(unit) == 2:
             mult = _DECIMAL.get(key)
         else:
             mult = _BINARY.get(key)
         if mult is None:
             raise bad_value(field, value, allowed)
-        scaled = float(number) * mult
-        if not scaled.is_integer():
+        # exact rational arithmetic: "9007199254740993" stays itself, "1.999999999999999999G" is
+        # refused rather than rounded to 2G
+        scaled = Fraction(int(whole + frac), 10 ** len(frac)) * mult
+        if scaled.denominator != 1:
             raise bad_value(field, value, allowed + "; it must come to a whole number of bytes")
         nbytes = int(scaled)
     else:
         raise bad_value(field, value, allowed)
-    if nbytes <= 0:
+    if not 0 < nbytes <= MAX_SIZE_BYTES:
         raise bad_value(field, value, allowed)
     return nbytes
 
