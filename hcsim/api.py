@@ -3,34 +3,47 @@
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import verify as _verify
 from .algorithms.registry import (
+    AlgorithmSpec,
     algorithms_for,
     check_collective,
     get_algorithm,
     make_args,
     run_builder,
 )
-from .algorithms.schedule import REDUCING, check_structure
+from .algorithms.schedule import COLLECTIVES, REDUCING, check_structure
 from .analytical import path_parameters
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, bad_value
 from .hccl.algo_env import parse_hccl_algo
-from .hccl.buffer import looped, piece_sizes
+from .hccl.buffer import loop_count, looped, piece_sizes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
+from .limits import (
+    MAX_BUFFER_LOOPS,
+    MAX_CALL_RANKS,
+    MAX_DES_TRANSFERS,
+    MAX_SIZE_BYTES,
+    MAX_SWEEP_SIZES,
+)
 from .topology.io import load_topology
+from .topology.model import ROUTING_POLICIES
 from .units import parse_size, size_range
 
 MODES = ("des", "analytical")
 
 DEFAULT_ALGORITHM = {"allreduce": "ring", "allgather": "ring", "reducescatter": "ring",
-                     "broadcast": "tree", "reduce": "tree", "alltoall": "pairwise", "sendrecv": "ring"}
-"""Algorithm used when none is named."""
+                     "broadcast": "tree", "reduce": "tree", "scatter": "ring", "gather": "ring",
+                     "alltoall": "pairwise", "alltoallv": "pairwise", "sendrecv": "ring"}
+"""Algorithm used when none is named (every collective has one it is registered with)."""
 
 RECORD_LIMIT = 1_000_000
 """``record="auto"`` keeps per-transfer times when ranks x steps is at most this."""
@@ -39,14 +52,14 @@ AUTO_VERIFY_STATE = 1 << 21
 """``verify="auto"`` checks built-in algorithms when the verifier's state is at most this
 (p = 128 for ring allreduce); their structure does not change with p, and the tests
 verify every one of them up to p = 64."""
-"""``record="auto"`` keeps per-transfer times when ranks x steps is at most this."""
 
 
 def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, root: int = 0,
              mode: str = "des", routing: str = "ecmp", ecmp_seed: int = 0,
              step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
              record="auto", verify="auto", send_matrix=None, hccl_algo: str | None = None,
-             hccl: HcclConfig | None = None, qps: int | None = None) -> Result:
+             hccl: HcclConfig | None = None, qps: int | None = None,
+             max_transfers: int = MAX_DES_TRANSFERS) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -85,6 +98,10 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         larger than the 200 MB buffer runs in buffer-sized loops.
     qps : int, optional
         Queue pairs per connection (default: ``hccl.qps_per_connection`` or 1).
+    max_transfers : int
+        Work bound: a call whose schedule holds more transfers than this (all steps of all
+        CCL-buffer loops together) is refused before it runs, with the estimate in the error
+        (:data:`hcsim.limits.MAX_DES_TRANSFERS` by default; raise it to proceed anyway).
 
     ``algorithm="auto"`` runs what HCCL would pick for the topology's product, the size and
     the server count (:func:`hcsim.hccl.selection.select_algorithm`); ``"best"`` simulates
@@ -100,14 +117,16 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     >>> round(r.busbw_GBps, 1) > 0
     True
     """
-    if mode not in MODES:
-        raise bad_value("mode", mode, "one of " + ", ".join(MODES))
+    _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
+                record, verify, hccl, qps, max_transfers)
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
+    if not isinstance(root, int) or not 0 <= root < len(rank_nodes):
+        raise bad_value("root", root, f"a rank from 0 to {len(rank_nodes) - 1}")
     nbytes = 1 if (size is None and send_matrix is not None) else parse_size(size)
     parsed_algo = parse_hccl_algo(hccl_algo)
     if algorithm is None:
-        algorithm = "auto" if hccl_algo is not None else DEFAULT_ALGORITHM.get(collective, "ring")
+        algorithm = "auto" if hccl_algo is not None else DEFAULT_ALGORITHM[collective]
     servers, pods = rank_layout(topo, rank_nodes)
     selected_by = None
     if hccl is None and topo.product is not None:
@@ -118,7 +137,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         check_collective(collective)
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
-                  verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps)
+                  verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps,
+                  max_transfers=max_transfers)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
@@ -139,7 +159,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     if spec.levels > 1 and not servers:
         raise ConfigError(f"ranks: algorithm {spec.name!r} needs the ranks of each server to be consecutive "
                           "(in the topology's rank order)")
-    args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods, send_matrix)
+    args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods,
+                     _send_matrix(send_matrix, len(rank_nodes)) if send_matrix is not None else None)
     nbytes = args.nbytes
     defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
     if qps is None:
@@ -149,9 +170,9 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                                           else launch_overhead_s),
                        routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps,
                        message_regimes=defaults.message_regimes)
-    if verify not in (False, "auto", True):
-        raise bad_value("verify", verify, "'auto', True or False")
-    schedule = looped(spec, args, hccl.buffer_bytes) if hccl is not None else run_builder(spec, args)
+    buffer_bytes = hccl.buffer_bytes if hccl is not None else None
+    check_work(spec, args, buffer_bytes, max_transfers)
+    schedule = looped(spec, args, buffer_bytes) if buffer_bytes is not None else run_builder(spec, args)
     verified = verify is True or (verify == "auto" and (spec.user or _small_enough(schedule)))
     if verified:
         _verify.verify(schedule)
@@ -179,14 +200,141 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
     if record == "auto":
         record = args.p * len(schedule.steps) <= RECORD_LIMIT
-    elif record not in (True, False):
-        raise bad_value("record", record, "'auto', True or False")
     cfg = dataclasses.replace(cfg, record=bool(record))
     sim = FlowSimulator(topo, rank_nodes, schedule, cfg)
     t = sim.run()
     steps, transfers, links, critical = tables_from_engine(sim, t)
     config.update(instants=sim.instants, full_rate_recomputes=sim.full_recomputes)
     return Result(collective, spec.name, mode, args.p, nbytes, t, steps, transfers, links, critical, config)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def check_collective_name(collective) -> str:
+    """``collective`` if it names a collective hcsim simulates, else a one-line error."""
+    if not isinstance(collective, str):
+        raise bad_value("collective", collective, "a name: " + ", ".join(COLLECTIVES))
+    return check_collective(collective)
+
+
+def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
+                record, verify, hccl, qps, max_transfers) -> None:
+    """Check the types and ranges of :func:`simulate`'s arguments before anything is built."""
+    check_collective_name(collective)
+    if not (algorithm is None or isinstance(algorithm, (str, AlgorithmSpec)) or callable(algorithm)):
+        raise bad_value("algorithm", algorithm, "a name (hcsim algos), 'auto', 'best', or build(args) -> Schedule")
+    if isinstance(algorithm, str) and not algorithm.strip():
+        raise bad_value("algorithm", algorithm, "a name (hcsim algos), 'auto' or 'best'")
+    if not _is_int(root):
+        raise bad_value("root", root, "a rank number (an integer)")
+    if not isinstance(mode, str) or mode not in MODES:
+        raise bad_value("mode", mode, "one of " + ", ".join(MODES))
+    if not isinstance(routing, str) or routing not in ROUTING_POLICIES:
+        raise bad_value("routing", routing, "one of " + ", ".join(ROUTING_POLICIES))
+    if not _is_int(ecmp_seed) or not 0 <= ecmp_seed < 2**32:
+        raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
+    for name, v in (("step_overhead_s", step_overhead_s), ("launch_overhead_s", launch_overhead_s)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)
+                              or v < 0):
+            raise bad_value(name, v, "seconds, a finite number >= 0 (or None: the topology's default)")
+    if not (record == "auto" or record is True or record is False):
+        raise bad_value("record", record, "'auto', True or False")
+    if not (verify == "auto" or verify is True or verify is False):
+        raise bad_value("verify", verify, "'auto', True or False")
+    if hccl is not None and not isinstance(hccl, HcclConfig):
+        raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
+    if qps is not None and (not _is_int(qps) or not 1 <= qps <= 8):
+        raise bad_value("qps", qps, "queue pairs per connection, 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
+    if not _is_int(max_transfers) or max_transfers < 1:
+        raise bad_value("max_transfers", max_transfers, "a positive integer")
+
+
+def _send_matrix(send_matrix, p: int):
+    """``send_matrix`` as a p x p integer array, or a one-line error."""
+    allowed = f"a {p} x {p} matrix of whole byte counts >= 0 (row i: what rank i sends to each rank)"
+    try:
+        rows = [list(row) for row in send_matrix]
+    except TypeError:
+        raise bad_value("send_matrix", send_matrix, allowed) from None
+    if len(rows) != p or any(len(row) != p for row in rows):
+        raise bad_value("send_matrix", f"{len(rows)} rows of lengths {sorted({len(r) for r in rows})}", allowed)
+    cells = [x for row in rows for x in row]
+    if not all(_is_int(x) or (isinstance(x, float) and x.is_integer()) for x in cells):
+        raise bad_value("send_matrix", next(x for x in cells if not _is_int(x)), allowed)
+    if any(not 0 <= x <= MAX_SIZE_BYTES for x in cells):
+        raise bad_value("send_matrix", next(x for x in cells if not 0 <= x <= MAX_SIZE_BYTES), allowed)
+    return np.array([[int(x) for x in row] for row in rows], dtype=np.int64)
+
+
+def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS) -> int:
+    """Count the transfers a call's schedule holds and refuse it beyond ``max_transfers``.
+
+    One CCL-buffer piece's schedule is counted step by step (abandoned as soon as it passes
+    the bound) and multiplied by the loops. Above :data:`PROBE_RANKS` ranks the count is first
+    extrapolated from the same algorithm on the call's first 1/4 and 1/8 of the servers (or
+    ranks), so that a schedule too large to build is refused before it is built (an NB
+    allreduce on 16,384 ranks would hold 134M transfers in its first step). Returns the count.
+    """
+    loops = loop_count(args.nbytes, buffer_bytes) if buffer_bytes is not None else 1
+    if loops > MAX_BUFFER_LOOPS:
+        raise ConfigError(f"size = {args.nbytes}: {loops} CCL-buffer loops of {buffer_bytes} bytes, more than "
+                          f"{MAX_BUFFER_LOOPS}; use a larger buffer (hccl=HcclConfig(buffer_bytes=...), "
+                          "--buffsize) or a smaller size")
+    if args.p > MAX_CALL_RANKS:
+        raise bad_value("ranks", args.p, f"at most {MAX_CALL_RANKS} ranks in one call (hcsim.limits.MAX_CALL_RANKS)")
+    piece = dataclasses.replace(args, nbytes=min(args.nbytes, buffer_bytes)) if loops > 1 else args
+    if args.p > PROBE_RANKS and args.send_matrix is None:
+        estimate = _extrapolated_transfers(spec, piece) * loops
+        if estimate > max_transfers:
+            raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
+    budget = max_transfers // loops
+    count = 0
+    for step in run_builder(spec, piece).steps:
+        count += len(step)
+        if count > budget:
+            raise _too_much(spec, args, f"over {count * loops}", max_transfers)
+    return count * loops
+
+
+PROBE_RANKS = 1024
+"""Above this many ranks :func:`check_work` extrapolates before it builds."""
+
+
+def _extrapolated_transfers(spec, args) -> float:
+    """Transfers of ``spec`` on ``args``, from the same call on two truncated layouts."""
+    sizes = args.server_sizes
+    counts = []
+    for fraction in (8, 4):
+        m = max(2, len(sizes) // fraction) if len(sizes) > 1 else 0
+        servers = sizes[:m] if m else ()
+        p = sum(servers) if m else max(2, args.p // fraction)
+        pods = _truncated(args.pods, m) if m and args.pods else ()
+        small = make_args(args.collective, p, args.nbytes, min(args.root, p - 1), servers, pods)
+        counts.append((p, sum(len(st) for st in run_builder(spec, small).steps)))
+    (p0, t0), (p1, t1) = counts
+    if p1 <= p0 or t0 <= 0:
+        return float(t1)
+    exponent = min(3.0, max(1.0, math.log(t1 / t0) / math.log(p1 / p0)))
+    return t1 * (args.p / p1) ** exponent
+
+
+def _truncated(pods, servers: int) -> tuple:
+    """The first ``servers`` servers' pods (the last one cut short)."""
+    out, left = [], servers
+    for n in pods:
+        if left <= 0:
+            break
+        out.append(min(n, left))
+        left -= out[-1]
+    return tuple(out)
+
+
+def _too_much(spec, args, estimate: str, max_transfers: int) -> ConfigError:
+    return ConfigError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks holds {estimate} "
+                       f"transfers, more than max_transfers = {max_transfers}; use fewer ranks, a smaller size or "
+                       "another algorithm, or raise max_transfers (--max-transfers) to run it anyway")
 
 
 def rank_layout(topo, rank_nodes) -> tuple[tuple, tuple]:
@@ -221,11 +369,11 @@ def resolve_sizes(sizes, factor: int = 2) -> list[int]:
     """``(min, max)`` tuple: a doubling range (x factor); a list: those sizes; a scalar: one size."""
     if isinstance(sizes, tuple) and len(sizes) == 2:
         return size_range(sizes[0], sizes[1], factor)
-    if isinstance(sizes, (str, int)):
+    if isinstance(sizes, (str, numbers.Integral)):
         return [parse_size(sizes)]
     if isinstance(sizes, Sequence):
-        if not sizes:
-            raise bad_value("sizes", sizes, "at least one size")
+        if not sizes or len(sizes) > MAX_SWEEP_SIZES:
+            raise bad_value("sizes", sizes, f"1 to {MAX_SWEEP_SIZES} sizes")
         return [parse_size(s) for s in sizes]
     raise bad_value("sizes", sizes, "a (min, max) tuple, a list of sizes, or one size")
 
@@ -259,12 +407,15 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     >>> list(df["size_bytes"].unique())
     [1024, 2048, 4096]
     """
+    check_collective_name(collective)
     topo = load_topology(topology)
     size_list = resolve_sizes(sizes, factor)
     if algorithms is None:
         algorithms = algorithms_for(collective)
-    elif isinstance(algorithms, str):
+    elif isinstance(algorithms, str) or callable(algorithms):
         algorithms = [algorithms]
+    elif not isinstance(algorithms, (list, tuple)) or not algorithms:
+        raise bad_value("algorithms", algorithms, "a non-empty list of algorithm names or callables, or None (all)")
     rows = []
     for n in size_list:
         for algo in algorithms:

@@ -28,3 +28,11 @@ on without ``max_transfers=`` raised explicitly."""
 
 MAX_BUFFER_LOOPS = 100_000
 """Most CCL-buffer loops one call may run in, in any mode."""
+
+MAX_CALL_RANKS = 16_384
+"""Most ranks one collective call takes on (the largest clusters hcsim targets). Schedules
+are built before they are counted, and some hold p^2 chunks (alltoall) or p^2/2 transfers in
+a step (NHR, NB): beyond this they outgrow memory before a bound could be checked."""
+
+MAX_SWEEP_SIZES = 4096
+"""Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""

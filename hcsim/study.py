@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .api import rank_layout, resolve_sizes, simulate
+from .api import check_collective_name, rank_layout, resolve_sizes, simulate
+from .errors import bad_value
 from .hccl.selection import HcclConfig, candidates
 from .topology.io import load_topology
 
@@ -37,6 +38,11 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     >>> list(df["hccl_choice"])
     ['mesh', 'mesh', 'mesh']
     """
+    check_collective_name(collective)
+    if mode not in ("des", "analytical"):
+        raise bad_value("mode", mode, "one of des, analytical")
+    if hccl is not None and not isinstance(hccl, HcclConfig):
+        raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
     topo = load_topology(topology)
     hccl = hccl or HcclConfig()
     rank_nodes = topo.resolve_ranks(ranks)

@@ -102,8 +102,10 @@ def size_range(min_bytes, max_bytes, factor: int = 2) -> list[int]:
     hi = parse_size(max_bytes, "max size")
     if hi < lo:
         raise bad_value("max size", max_bytes, f"must be >= min size {lo}")
-    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 2:
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Integral) or factor < 2:
         raise bad_value("factor", factor, "an integer >= 2")
+    if factor > MAX_SIZE_BYTES:
+        raise bad_value("factor", factor, f"an integer from 2 to {MAX_SIZE_BYTES}")
     sizes = []
     s = lo
     while s <= hi:
