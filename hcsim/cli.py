@@ -10,15 +10,39 @@ import argparse
 import sys
 
 from .errors import HcsimError
+from .limits import MAX_DES_TRANSFERS
 
 
 def _ranks(text):
     if text is None:
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]
-    if len(items) == 1 and items[0].isdigit():
+    if not items:
+        raise HcsimError(f"--ranks = {text!r}: a count of NPUs, or comma-separated NPU names/indices")
+    if len(items) == 1 and _digits(items[0]):
         return int(items[0])
-    return [int(t) if t.isdigit() else t for t in items]
+    return [int(t) if _digits(t) else t for t in items]
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
+def _writable(path, flag: str) -> None:
+    """Fail before a long run, not after it, when an output file cannot be written."""
+    import os
+    from pathlib import Path
+
+    if path is None:
+        return
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not str(path).strip() or target.is_dir():
+        raise HcsimError(f"{flag} = {str(path)!r}: a file path to write (not a folder)")
+    if not folder.is_dir():
+        raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder)!r} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise HcsimError(f"{flag} = {str(path)!r}: not writable")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--routing", default="ecmp", help="ecmp or spray")
     sw.add_argument("--hccl-algo", default=None, help="an HCCL_ALGO string; implies --algo auto")
     sw.add_argument("--servers", type=int, default=None, help="servers (nodes) in the topology (builder topologies)")
+    sw.add_argument("--max-transfers", type=int, default=MAX_DES_TRANSFERS,
+                    help="refuse a call whose schedule holds more transfers than this (work bound)")
     sw.add_argument("--csv", help="also write the rows to this CSV file")
     sw.add_argument("--plot", help="write a bandwidth-vs-size plot (PNG) here")
     sw.add_argument("--metric", default="busbw_GBps", help="what --plot draws: busbw_GBps, algbw_GBps, time_us")
@@ -60,6 +86,8 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--mode", default="des", help="des or analytical")
     se.add_argument("--hccl-algo", default=None, help="an HCCL_ALGO string constraining HCCL's choice")
     se.add_argument("--buffsize", default="200M", help="HCCL_BUFFSIZE (CCL buffer), e.g. 200M")
+    se.add_argument("--max-transfers", type=int, default=MAX_DES_TRANSFERS,
+                    help="refuse a call whose schedule holds more transfers than this (work bound)")
     se.add_argument("--csv", help="write the table to this CSV file")
     se.add_argument("--plot", help="write time vs size per candidate (PNG), fastest regions shaded")
     se.add_argument("--metric", default="time_us", help="what --plot draws: time_us or algbw_GBps")
@@ -142,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     show = tsub.add_parser("show", help="summarise a topology")
     show.add_argument("topology", help="built-in name or YAML file")
     show.add_argument("--draw", help="also draw it to this PNG file")
+    show.add_argument("--servers", type=int, default=None, help="servers (nodes) in the topology (builder topologies)")
     tsub.add_parser("list", help="list built-in topologies")
 
     al = sub.add_parser("algos", help="list algorithms per collective")
@@ -155,8 +184,12 @@ def _cmd_sweep(a) -> int:
     from .hccl.selection import candidates
     from .report import format_sweep
 
-    topo = _topology(a)
     check_collective(a.op)
+    _writable(a.csv, "--csv")
+    _writable(a.plot, "--plot")
+    if a.plot and a.metric not in ("busbw_GBps", "algbw_GBps", "time_us"):
+        raise HcsimError(f"--metric = {a.metric!r}: one of busbw_GBps, algbw_GBps, time_us")
+    topo = _topology(a)
     if a.hccl_algo is not None:
         algos = ["auto"]
     elif a.algo == "all":
@@ -164,8 +197,12 @@ def _cmd_sweep(a) -> int:
             else ["auto"] + [x for x in candidates(a.op, _servers(topo), (), topo.product)]
     else:
         algos = [x.strip() for x in a.algo.split(",") if x.strip()]
+        if not algos:
+            raise HcsimError(f"--algo = {a.algo!r}: comma-separated algorithm names (hcsim algos --op {a.op}), "
+                             "or 'all'")
     df = sweep(topo, a.op, sizes=(a.minbytes, a.maxbytes), algorithms=algos, factor=a.stepfactor,
-               ranks=_ranks(a.ranks), root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo)
+               ranks=_ranks(a.ranks), root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo,
+               max_transfers=a.max_transfers)
     print(format_sweep(df, topo.name), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)
@@ -173,8 +210,6 @@ def _cmd_sweep(a) -> int:
     if a.plot:
         from .plot import plot_sweep
 
-        if a.metric not in ("busbw_GBps", "algbw_GBps", "time_us"):
-            raise HcsimError(f"--metric = {a.metric!r}: one of busbw_GBps, algbw_GBps, time_us")
         path = plot_sweep(df, a.plot, a.metric)
         print(f"# plot written to {path}")
     return 0
@@ -207,10 +242,14 @@ def _cmd_select(a) -> int:
     from .units import parse_size
 
     check_collective(a.op)
+    _writable(a.csv, "--csv")
+    _writable(a.plot, "--plot")
+    if a.plot and a.metric not in ("time_us", "algbw_GBps"):
+        raise HcsimError(f"--metric = {a.metric!r}: one of time_us, algbw_GBps")
     topo = _topology(a)
     cfg = HcclConfig(buffer_bytes=parse_size(a.buffsize, "--buffsize"))
     df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
-                hccl_algo=a.hccl_algo, hccl=cfg)
+                hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers)
     print(format_select(df), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)
@@ -218,8 +257,6 @@ def _cmd_select(a) -> int:
     if a.plot:
         from .plot import plot_select
 
-        if a.metric not in ("time_us", "algbw_GBps"):
-            raise HcsimError(f"--metric = {a.metric!r}: one of time_us, algbw_GBps")
         print(f"# plot written to {plot_select(df, a.plot, a.metric)}")
     return 0
 
@@ -238,6 +275,9 @@ def _cmd_validate(a) -> int:
     from .units import parse_size
     from .validate import fastest_line, format_validation, validate_measured
 
+    _writable(a.csv, "--csv")
+    _writable(a.plot, "--plot")
+    _writable(a.save_topology, "--save-topology")
     if a.backend is not None:
         from .validate import validate_mpi
 
@@ -320,6 +360,7 @@ def _cmd_measure(a) -> int:
     from .report import format_sweep
     from .units import size_range
 
+    _writable(a.csv, "--csv")
     check_collective(a.op)
     sizes = size_range(a.minbytes, a.maxbytes, a.stepfactor)
     if a.backend == "mpi":
@@ -415,6 +456,7 @@ def _cmd_calibrate(a) -> int:
     from .calibrate import calibrate
     from .topology.io import save_topology
 
+    _writable(a.out, "--out")
     if a.backend is not None:
         if a.backend != "mpi":
             raise HcsimError(f"--backend = {a.backend!r}: allowed: mpi (point-to-point probes on a testbed)")
@@ -459,7 +501,8 @@ def _cmd_topo(a) -> int:
             t = load_topology(name)
             print(f"{name:<24} {t.num_npus:>6} NPUs  {t.description}")
         return 0
-    topo = load_topology(a.topology)
+    _writable(a.draw, "--draw")
+    topo = _topology(a)
     print(format_summary(summarize(topo)))
     if a.draw:
         from .plot import draw_topology
@@ -501,6 +544,15 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("hcsim: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        print("hcsim: error: out of memory; try a smaller case (fewer ranks or sizes) or mode analytical",
+              file=sys.stderr)
+        return 2
+    except Exception as exc:  # a bug, not bad input: still one line, never a traceback
+        text = " ".join(str(exc).splitlines())[:200]
+        print(f"hcsim: internal error: {type(exc).__name__}: {text} (a bug in hcsim; please report the command)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -21,6 +21,8 @@ BINARIES = {"all_reduce_test": "allreduce", "all_gather_test": "allgather", "red
 DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "fp16": 2, "bfp16": 2, "int32": 4, "uint32": 4,
           "fp32": 4, "int64": 8, "uint64": 8, "fp64": 8}
 OPS = ("sum", "prod", "max", "min")
+NPUS_PER_910B_SERVER = 8
+"""NPUs in an Atlas 800T A2 server, the default machine (npu-smi topo, FACTS.md s4)."""
 HEADER = "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:"
 _WIDTHS = (18, 15, 21)
 
@@ -63,6 +65,9 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise bad_value(name, value, "an integer >= 1")
     collective = BINARIES[binary]
+    if topology is None and npus > NPUS_PER_910B_SERVER:
+        raise bad_value("-p", npus, f"1 to {NPUS_PER_910B_SERVER}: an Atlas 800T A2 server (and an Atlas 900 A2 PoD's) "
+                        "holds 8 NPUs; name another machine with --topology")
     if topology is None:
         topo = (load_topology("atlas800t-a2", npus_per_server=npus) if servers == 1 else
                 load_topology("atlas900-a2-pod", servers=servers, npus_per_server=npus))
