@@ -1,0 +1,125 @@
+"""The input contract at the API and CLI boundary: every bad argument is one HcsimError line
+naming the field; sizes are exact; work beyond the documented limits is refused before it runs."""
+
+import numpy as np
+import pytest
+
+import hcsim
+from hcsim.algorithms.registry import get_algorithm, make_args
+from hcsim.api import check_work
+from hcsim.cli import main
+from hcsim.errors import HcsimError
+from hcsim.limits import MAX_SIZE_BYTES
+from hcsim.topology.builders import full_mesh
+
+MESH = full_mesh(4, 10e9, 1e-6)
+
+
+def _one_line_error(call, field):
+    with pytest.raises(HcsimError) as info:
+        call()
+    text = str(info.value)
+    assert "\n" not in text and text.startswith(field), text
+    return text
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    (dict(collective=["allreduce"]), "collective"),
+    (dict(collective="allreduse"), "collective"),
+    (dict(algorithm=["ring"]), "algorithm"),
+    (dict(algorithm=" "), "algorithm"),
+    (dict(algorithm=7), "algorithm"),
+    (dict(root=None), "root"),
+    (dict(root="3"), "root"),
+    (dict(root=4), "root"),
+    (dict(root=True), "root"),
+    (dict(hccl=1), "hccl"),
+    (dict(ecmp_seed=None), "ecmp_seed"),
+    (dict(ecmp_seed="x"), "ecmp_seed"),
+    (dict(ecmp_seed=-1), "ecmp_seed"),
+    (dict(mode=["des"]), "mode"),
+    (dict(routing="flood"), "routing"),
+    (dict(step_overhead_s=float("nan")), "step_overhead_s"),
+    (dict(launch_overhead_s=-1.0), "launch_overhead_s"),
+    (dict(record="yes"), "record"),
+    (dict(verify=1), "verify"),
+    (dict(qps=9), "qps"),
+    (dict(max_transfers=0), "max_transfers"),
+    (dict(size=2**63), "size"),
+    (dict(size=-(2**62)), "size"),
+    (dict(size="9" * 5000), "size"),
+])
+def test_bad_simulate_arguments_are_one_line_errors(kwargs, field):
+    call = dict(collective="allreduce", size=64)
+    call.update(kwargs)
+    text = _one_line_error(lambda: hcsim.simulate(MESH, call.pop("collective"), call.pop("size"), **call), field)
+    assert len(text) < 400  # a 5,000-digit value is not repeated whole
+
+
+@pytest.mark.parametrize("matrix", [[[1, 2], [3]], [[1, 2], [3, "a"]], [[1, 2], [3, -1]], 5, [[0.5, 1], [1, 1]],
+                                    [[0, 0], [0, 0]]])
+def test_bad_send_matrices_are_one_line_errors(matrix):
+    _one_line_error(lambda: hcsim.simulate(full_mesh(2, 10e9), "alltoallv", None, send_matrix=matrix),
+                    "send_matrix")
+
+
+def test_every_collective_runs_with_no_algorithm_named():
+    for collective in hcsim.COLLECTIVES:
+        matrix = [[0, 5], [7, 0]] if collective == "alltoallv" else None
+        r = hcsim.simulate(full_mesh(2, 10e9, 1e-6), collective, 64, send_matrix=matrix)
+        assert r.time_s > 0
+
+
+@pytest.mark.parametrize("text, nbytes", [("9007199254740", 9007199254740), ("1.5K", 1536), (" 64 KiB ", 65536),
+                                          ("2kB", 2000), ("1.25MB", 1250000), (str(MAX_SIZE_BYTES), MAX_SIZE_BYTES),
+                                          (np.int64(5), 5), (8.0, 8)])
+def test_sizes_parse_exactly(text, nbytes):
+    assert hcsim.parse_size(text) == nbytes
+
+
+@pytest.mark.parametrize("text", ["1.999999999999999999G", "１２", "1e3", "-5", "0", ".5K", "5.K", "1..5",
+                                  float("nan"), float("inf"), 0.5, None, [1], True, MAX_SIZE_BYTES + 1,
+                                  "9007199254740993"])
+def test_bad_sizes_are_refused_not_rounded(text):
+    _one_line_error(lambda: hcsim.parse_size(text), "size")
+
+
+def test_sweep_and_select_refuse_empty_or_unknown_choices():
+    _one_line_error(lambda: hcsim.sweep(MESH, "allreduce", ("8", "16"), algorithms=[]), "algorithms")
+    _one_line_error(lambda: hcsim.sweep(MESH, "allreduce", ("8", "16"), factor=1), "factor")
+    _one_line_error(lambda: hcsim.select(MESH, "allreduse", ("8", "16")), "collective")
+    _one_line_error(lambda: hcsim.sweep(MESH, "allreduce", list(range(1, 5000))), "sizes")
+
+
+def test_work_is_counted_exactly_and_refused_beyond_the_bound():
+    spec = get_algorithm("allreduce", "ring")
+    assert check_work(spec, make_args("allreduce", 8, 1 << 20), None) == 2 * 7 * 8
+    # three CCL-buffer loops of 1 MiB, each the whole ring
+    assert check_work(spec, make_args("allreduce", 8, 3 << 20), 1 << 20) == 3 * 2 * 7 * 8
+    msg = _one_line_error(lambda: check_work(spec, make_args("allreduce", 8, 1 << 20), None, max_transfers=100),
+                          "size")
+    assert "holds over 104 transfers" in msg and "max_transfers = 100" in msg  # counting stops past the bound
+    # above 1024 ranks the count is extrapolated before anything that large is built
+    msg = _one_line_error(lambda: check_work(get_algorithm("allreduce", "nb"), make_args("allreduce", 16384, 1 << 20),
+                                             None), "size")
+    assert "extrapolated" in msg
+
+
+def test_simulate_refuses_too_many_buffer_loops():
+    from hcsim.hccl.selection import HcclConfig
+
+    _one_line_error(lambda: hcsim.simulate(MESH, "allreduce", "1G", hccl=HcclConfig(buffer_bytes=1024)), "size")
+
+
+@pytest.mark.parametrize("argv, expect", [
+    (["sweep", "--op", "allreduce", "-e", "64K", "--csv", "/nonexistent/x.csv"], "--csv"),
+    (["sweep", "--op", "allreduce", "-e", "64K", "--algo", " "], "--algo"),
+    (["sweep", "--op", "allreduce", "-e", "64K", "--ranks", "\u00b2"], "ranks"),
+    (["sweep", "--op", "allreduce", "-e", "64K", "--plot", "x.png", "--metric", "nope"], "--metric"),
+    (["hccl-test", "all_reduce_test", "-p", "16"], "-p"),
+    (["sweep", "--op", "allreduce", "-b", "1.999999999999999999G"], "min size"),
+])
+def test_cli_bad_input_is_one_line_and_status_2_before_any_work(argv, expect, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"hcsim: error: {expect}"), err
