@@ -25,11 +25,9 @@ from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, bad_value
 from .hccl.algo_env import parse_hccl_algo
-from .hccl.buffer import loop_count, looped, piece_sizes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
-    MAX_BUFFER_LOOPS,
-    MAX_CALL_RANKS,
+        MAX_CALL_RANKS,
     MAX_DES_TRANSFERS,
     MAX_SIZE_BYTES,
     MAX_SWEEP_SIZES,
@@ -172,15 +170,22 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                        message_regimes=defaults.message_regimes)
     buffer_bytes = hccl.buffer_bytes if hccl is not None else None
     check_work(spec, args, buffer_bytes, max_transfers)
-    schedule = looped(spec, args, buffer_bytes) if buffer_bytes is not None else run_builder(spec, args)
-    verified = verify is True or (verify == "auto" and (spec.user or _small_enough(schedule)))
-    if verified:
-        _verify.verify(schedule)
-    elif mode == "des":
-        check_structure(schedule)
+    # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece, and
+    # no rank starts loop i+1 before the peers it exchanged with finished loop i (docs/architecture.md,
+    # "CCL-buffer loops"): a loop's time depends on its piece size alone, so each distinct piece
+    # size is simulated once and the loops add up, in both modes.
+    loops = loop_pieces(args, buffer_bytes)
+    pieces = [(dataclasses.replace(args, nbytes=n), count) for n, count in loops.items()]
+    schedules = [(run_builder(spec, piece), count) for piece, count in pieces]
+    verified = verify is True or (verify == "auto" and (spec.user or all(_small_enough(s) for s, _ in schedules)))
+    for schedule, _ in schedules:
+        if verified:
+            _verify.verify(schedule)
+        elif mode == "des":
+            check_structure(schedule)
     config = {"topology": topo.name, "routing": routing, "step_overhead_s": cfg.step_overhead_s,
               "launch_overhead_s": cfg.launch_overhead_s, "root": root,
-              "buffer_loops": schedule.notes.get("buffer_loops", 1), "verified": bool(verified)}
+              "buffer_loops": sum(loops.values()), "verified": bool(verified)}
     if selected_by:
         config["selected_by"] = selected_by
     if mode == "analytical":
@@ -190,22 +195,32 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         if cfg.message_regimes is not None and not cfg.message_regimes.trivial:
             raise ConfigError(f"mode = 'analytical': topology {topo.name!r} has size-dependent message costs "
                               "(defaults.message_regimes), which the closed forms do not model; use mode 'des'")
-        abg = path_parameters(topo, rank_nodes, schedule, routing, ecmp_seed, cfg.step_overhead_s, spec.levels, qps)
-        pieces = piece_sizes(args, hccl.buffer_bytes) if hccl is not None else [args.nbytes]
-        t = cfg.launch_overhead_s + sum(spec.cost(dataclasses.replace(args, nbytes=n), abg) for n in pieces)
+        abg = path_parameters(topo, rank_nodes, schedules[0][0], routing, ecmp_seed, cfg.step_overhead_s,
+                              spec.levels, qps)
+        t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
             config.update({f"alpha_s{suffix}": m.alpha_s, f"beta_s_per_B{suffix}": m.beta_s_per_B,
                            f"gamma_s_per_B{suffix}": m.gamma_s_per_B})
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
-    if record == "auto":
-        record = args.p * len(schedule.steps) <= RECORD_LIMIT
-    cfg = dataclasses.replace(cfg, record=bool(record))
-    sim = FlowSimulator(topo, rank_nodes, schedule, cfg)
-    t = sim.run()
-    steps, transfers, links, critical = tables_from_engine(sim, t)
-    config.update(instants=sim.instants, full_rate_recomputes=sim.full_recomputes)
-    return Result(collective, spec.name, mode, args.p, nbytes, t, steps, transfers, links, critical, config)
+    t = cfg.launch_overhead_s
+    tables = None
+    instants = recomputes = 0
+    for i, (schedule, count) in enumerate(schedules):
+        keep = args.p * len(schedule.steps) <= RECORD_LIMIT if record == "auto" else record
+        run_cfg = dataclasses.replace(cfg, record=bool(keep), launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0)
+        sim = FlowSimulator(topo, rank_nodes, schedule, run_cfg)
+        elapsed = sim.run()
+        if i == 0:
+            tables = tables_from_engine(sim, elapsed)
+            elapsed -= cfg.launch_overhead_s
+        t += count * elapsed
+        instants += sim.instants
+        recomputes += sim.full_recomputes
+    config.update(instants=instants, full_rate_recomputes=recomputes)
+    if len(schedules) > 1 or schedules[0][1] > 1:
+        config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
+    return Result(collective, spec.name, mode, args.p, nbytes, t, *tables, config)
 
 
 def _is_int(x) -> bool:
@@ -268,34 +283,39 @@ def _send_matrix(send_matrix, p: int):
     return np.array([[int(x) for x in row] for row in rows], dtype=np.int64)
 
 
-def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS) -> int:
-    """Count the transfers a call's schedule holds and refuse it beyond ``max_transfers``.
+def loop_pieces(args, buffer_bytes) -> dict[int, int]:
+    """``{piece size: loops}`` for a call run through a CCL buffer of ``buffer_bytes`` (None: no
+    buffer): full buffers, then the rest. AlltoAllV's matrix moves in one pass (not modelled)."""
+    if buffer_bytes is None or args.collective == "alltoallv":
+        return {args.nbytes: 1}
+    full, rest = divmod(args.nbytes, buffer_bytes)
+    return {n: k for n, k in ((buffer_bytes, full), (rest, 1)) if k and n}
 
-    One CCL-buffer piece's schedule is counted step by step (abandoned as soon as it passes
-    the bound) and multiplied by the loops. Above :data:`PROBE_RANKS` ranks the count is first
-    extrapolated from the same algorithm on the call's first 1/4 and 1/8 of the servers (or
-    ranks), so that a schedule too large to build is refused before it is built (an NB
-    allreduce on 16,384 ranks would hold 134M transfers in its first step). Returns the count.
+
+def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS) -> int:
+    """Count the transfers a call's simulation takes on and refuse it beyond ``max_transfers``.
+
+    Each distinct CCL-buffer piece is simulated once (:func:`simulate`), so the count is over
+    the distinct pieces' schedules, each counted step by step and abandoned as soon as the
+    total passes the bound. Above :data:`PROBE_RANKS` ranks the count is first extrapolated
+    from the same algorithm on the call's first 1/8 and 1/4 of the servers (or ranks), so that
+    a schedule too large to build is refused before it is built (an NB allreduce on 16,384
+    ranks would hold 134M transfers in its first step). Returns the count.
     """
-    loops = loop_count(args.nbytes, buffer_bytes) if buffer_bytes is not None else 1
-    if loops > MAX_BUFFER_LOOPS:
-        raise ConfigError(f"size = {args.nbytes}: {loops} CCL-buffer loops of {buffer_bytes} bytes, more than "
-                          f"{MAX_BUFFER_LOOPS}; use a larger buffer (hccl=HcclConfig(buffer_bytes=...), "
-                          "--buffsize) or a smaller size")
     if args.p > MAX_CALL_RANKS:
         raise bad_value("ranks", args.p, f"at most {MAX_CALL_RANKS} ranks in one call (hcsim.limits.MAX_CALL_RANKS)")
-    piece = dataclasses.replace(args, nbytes=min(args.nbytes, buffer_bytes)) if loops > 1 else args
+    pieces = [dataclasses.replace(args, nbytes=n) for n in loop_pieces(args, buffer_bytes)]
     if args.p > PROBE_RANKS and args.send_matrix is None:
-        estimate = _extrapolated_transfers(spec, piece) * loops
+        estimate = sum(_extrapolated_transfers(spec, piece) for piece in pieces)
         if estimate > max_transfers:
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
-    budget = max_transfers // loops
     count = 0
-    for step in run_builder(spec, piece).steps:
-        count += len(step)
-        if count > budget:
-            raise _too_much(spec, args, f"over {count * loops}", max_transfers)
-    return count * loops
+    for piece in pieces:
+        for step in run_builder(spec, piece).steps:
+            count += len(step)
+            if count > max_transfers:
+                raise _too_much(spec, args, f"over {count}", max_transfers)
+    return count
 
 
 PROBE_RANKS = 1024

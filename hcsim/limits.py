@@ -23,11 +23,8 @@ MAX_SIZE_BYTES = 1 << 50
 byte counts, chunk sizes and their sums stay exact in numpy's int64."""
 
 MAX_DES_TRANSFERS = 20_000_000
-"""Most transfers (summed over all steps and CCL-buffer loops) the event-driven mode takes
-on without ``max_transfers=`` raised explicitly."""
-
-MAX_BUFFER_LOOPS = 100_000
-"""Most CCL-buffer loops one call may run in, in any mode."""
+"""Most transfers (summed over all steps of the distinct CCL-buffer pieces a call simulates)
+a call takes on without ``max_transfers=`` raised explicitly."""
 
 MAX_CALL_RANKS = 16_384
 """Most ranks one collective call takes on (the largest clusters hcsim targets). Schedules

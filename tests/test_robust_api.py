@@ -94,8 +94,8 @@ def test_sweep_and_select_refuse_empty_or_unknown_choices():
 def test_work_is_counted_exactly_and_refused_beyond_the_bound():
     spec = get_algorithm("allreduce", "ring")
     assert check_work(spec, make_args("allreduce", 8, 1 << 20), None) == 2 * 7 * 8
-    # three CCL-buffer loops of 1 MiB, each the whole ring
-    assert check_work(spec, make_args("allreduce", 8, 3 << 20), 1 << 20) == 3 * 2 * 7 * 8
+    # three CCL-buffer loops of 1 MiB and one of 1 KiB: two distinct pieces are simulated
+    assert check_work(spec, make_args("allreduce", 8, (3 << 20) + 1024), 1 << 20) == 2 * (2 * 7 * 8)
     msg = _one_line_error(lambda: check_work(spec, make_args("allreduce", 8, 1 << 20), None, max_transfers=100),
                           "size")
     assert "holds over 104 transfers" in msg and "max_transfers = 100" in msg  # counting stops past the bound
@@ -105,10 +105,24 @@ def test_work_is_counted_exactly_and_refused_beyond_the_bound():
     assert "extrapolated" in msg
 
 
-def test_simulate_refuses_too_many_buffer_loops():
+def test_buffer_loops_add_up_in_both_modes_and_never_beat_one_piece():
+    """Each CCL-buffer loop is a whole collective on its piece, the loops one after another
+    (HCCL's executors; docs/architecture.md): 2^20 + 1 loops cost as much as their pieces."""
     from hcsim.hccl.selection import HcclConfig
 
-    _one_line_error(lambda: hcsim.simulate(MESH, "allreduce", "1G", hccl=HcclConfig(buffer_bytes=1024)), "size")
+    one_kib = HcclConfig(buffer_bytes=1024)
+    for algo in ("ring", "mesh", "hd"):
+        piece = {m: hcsim.simulate(MESH, "allreduce", n, algo, mode=m, launch_overhead_s=0).time_s
+                 for m in ("des", "analytical") for n in (1024,)}
+        rest = hcsim.simulate(MESH, "allreduce", 512, algo, launch_overhead_s=0).time_s
+        for mode in ("des", "analytical"):
+            r = hcsim.simulate(MESH, "allreduce", (1 << 30) + 512, algo, mode=mode, hccl=one_kib,
+                               launch_overhead_s=0)
+            assert r.config["buffer_loops"] == (1 << 20) + 1
+            assert r.time_s == pytest.approx((1 << 20) * piece[mode] + rest, rel=1e-9)
+            whole = hcsim.simulate(MESH, "allreduce", (1 << 30) + 512, algo, mode=mode, launch_overhead_s=0,
+                                   hccl=HcclConfig(buffer_bytes=1 << 40))
+            assert r.time_s >= whole.time_s
 
 
 @pytest.mark.parametrize("argv, expect", [
