@@ -23,12 +23,13 @@ from .algorithms.schedule import COLLECTIVES, REDUCING, check_structure
 from .analytical import path_parameters
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
-from .errors import ConfigError, bad_value
+from .errors import ConfigError, WorkLimitError, bad_value
 from .hccl.algo_env import parse_hccl_algo
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
         MAX_CALL_RANKS,
     MAX_DES_TRANSFERS,
+    MAX_FLOW_UPDATES,
     MAX_SIZE_BYTES,
     MAX_SWEEP_SIZES,
 )
@@ -57,7 +58,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
              step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
              record="auto", verify="auto", send_matrix=None, hccl_algo: str | None = None,
              hccl: HcclConfig | None = None, qps: int | None = None,
-             max_transfers: int = MAX_DES_TRANSFERS) -> Result:
+             max_transfers: int = MAX_DES_TRANSFERS, max_flow_updates: int = MAX_FLOW_UPDATES) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -100,6 +101,11 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         Work bound: a call whose schedule holds more transfers than this (all steps of all
         CCL-buffer loops together) is refused before it runs, with the estimate in the error
         (:data:`hcsim.limits.MAX_DES_TRANSFERS` by default; raise it to proceed anyway).
+    max_flow_updates : int
+        Work bound of the event-driven run: it stops with
+        :class:`~hcsim.errors.WorkLimitError` after this many flow-rate recomputations
+        (:data:`hcsim.limits.MAX_FLOW_UPDATES`, about a minute on a 2-core machine);
+        deterministic, so the same call always stops at the same point.
 
     ``algorithm="auto"`` runs what HCCL would pick for the topology's product, the size and
     the server count (:func:`hcsim.hccl.selection.select_algorithm`); ``"best"`` simulates
@@ -116,7 +122,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     True
     """
     _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
-                record, verify, hccl, qps, max_transfers)
+                record, verify, hccl, qps, max_transfers, max_flow_updates)
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
     if not isinstance(root, int) or not 0 <= root < len(rank_nodes):
@@ -136,7 +142,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
                   verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps,
-                  max_transfers=max_transfers)
+                  max_transfers=max_transfers, max_flow_updates=max_flow_updates)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
@@ -167,7 +173,7 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                        launch_overhead_s=(defaults.launch_for(collective) if launch_overhead_s is None
                                           else launch_overhead_s),
                        routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps,
-                       message_regimes=defaults.message_regimes)
+                       message_regimes=defaults.message_regimes, max_flow_updates=max_flow_updates)
     buffer_bytes = hccl.buffer_bytes if hccl is not None else None
     check_work(spec, args, buffer_bytes, max_transfers)
     # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece, and
@@ -235,7 +241,7 @@ def check_collective_name(collective) -> str:
 
 
 def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
-                record, verify, hccl, qps, max_transfers) -> None:
+                record, verify, hccl, qps, max_transfers, max_flow_updates) -> None:
     """Check the types and ranges of :func:`simulate`'s arguments before anything is built."""
     check_collective_name(collective)
     if not (algorithm is None or isinstance(algorithm, (str, AlgorithmSpec)) or callable(algorithm)):
@@ -262,8 +268,9 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
     if qps is not None and (not _is_int(qps) or not 1 <= qps <= 8):
         raise bad_value("qps", qps, "queue pairs per connection, 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
-    if not _is_int(max_transfers) or max_transfers < 1:
-        raise bad_value("max_transfers", max_transfers, "a positive integer")
+    for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates)):
+        if not _is_int(v) or v < 1:
+            raise bad_value(name, v, "a positive integer")
 
 
 def _send_matrix(send_matrix, p: int):
@@ -351,8 +358,8 @@ def _truncated(pods, servers: int) -> tuple:
     return tuple(out)
 
 
-def _too_much(spec, args, estimate: str, max_transfers: int) -> ConfigError:
-    return ConfigError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks holds {estimate} "
+def _too_much(spec, args, estimate: str, max_transfers: int) -> WorkLimitError:
+    return WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks holds {estimate} "
                        f"transfers, more than max_transfers = {max_transfers}; use fewer ranks, a smaller size or "
                        "another algorithm, or raise max_transfers (--max-transfers) to run it anyway")
 
@@ -419,7 +426,9 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     pandas.DataFrame
         One row per (size, algorithm): collective, algorithm (as requested), mode, ranks,
         size_bytes, time_us, algbw_GBps, busbw_GBps, selected (the algorithm that ran; for
-        ``"auto"`` and ``"best"`` the one chosen at that size).
+        ``"auto"`` and ``"best"`` the one chosen at that size). A point refused by a work
+        bound (:class:`~hcsim.errors.WorkLimitError`) has NaN times and the reason in a
+        ``refused`` column.
 
     Examples
     --------
@@ -439,10 +448,20 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     rows = []
     for n in size_list:
         for algo in algorithms:
-            r = simulate(topo, collective, n, algo, **kwargs)
+            try:
+                r = simulate(topo, collective, n, algo, **kwargs)
+            except WorkLimitError as exc:  # one point over the work bound does not sink the sweep
+                rows.append({"collective": collective, "algorithm": getattr(algo, "__name__", algo),
+                             "mode": kwargs.get("mode", "des"), "ranks": len(topo.resolve_ranks(kwargs.get("ranks"))),
+                             "size_bytes": n, "time_us": math.nan, "algbw_GBps": math.nan, "busbw_GBps": math.nan,
+                             "refused": str(exc)})
+                continue
             row = r.row()
             row["selected"] = r.algorithm  # what ran: differs from the request for "auto" and "best"
             if isinstance(algo, str):
                 row["algorithm"] = algo
             rows.append(row)
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if "refused" in df:
+        df["refused"] = df["refused"].fillna("")
+    return df

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from .errors import HcsimError
-from .limits import MAX_DES_TRANSFERS
+from .limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
 
 
 def _ranks(text):
@@ -72,6 +72,8 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--servers", type=int, default=None, help="servers (nodes) in the topology (builder topologies)")
     sw.add_argument("--max-transfers", type=int, default=MAX_DES_TRANSFERS,
                     help="refuse a call whose schedule holds more transfers than this (work bound)")
+    sw.add_argument("--max-flow-updates", type=int, default=MAX_FLOW_UPDATES,
+                    help="stop an event-driven run after this many flow-rate updates (work bound)")
     sw.add_argument("--csv", help="also write the rows to this CSV file")
     sw.add_argument("--plot", help="write a bandwidth-vs-size plot (PNG) here")
     sw.add_argument("--metric", default="busbw_GBps", help="what --plot draws: busbw_GBps, algbw_GBps, time_us")
@@ -88,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--buffsize", default="200M", help="HCCL_BUFFSIZE (CCL buffer), e.g. 200M")
     se.add_argument("--max-transfers", type=int, default=MAX_DES_TRANSFERS,
                     help="refuse a call whose schedule holds more transfers than this (work bound)")
+    se.add_argument("--max-flow-updates", type=int, default=MAX_FLOW_UPDATES,
+                    help="stop an event-driven run after this many flow-rate updates (work bound)")
     se.add_argument("--csv", help="write the table to this CSV file")
     se.add_argument("--plot", help="write time vs size per candidate (PNG), fastest regions shaded")
     se.add_argument("--metric", default="time_us", help="what --plot draws: time_us or algbw_GBps")
@@ -202,7 +206,7 @@ def _cmd_sweep(a) -> int:
                              "or 'all'")
     df = sweep(topo, a.op, sizes=(a.minbytes, a.maxbytes), algorithms=algos, factor=a.stepfactor,
                ranks=_ranks(a.ranks), root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo,
-               max_transfers=a.max_transfers)
+               max_transfers=a.max_transfers, max_flow_updates=a.max_flow_updates)
     print(format_sweep(df, topo.name), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)
@@ -249,7 +253,8 @@ def _cmd_select(a) -> int:
     topo = _topology(a)
     cfg = HcclConfig(buffer_bytes=parse_size(a.buffsize, "--buffsize"))
     df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
-                hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers)
+                hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers,
+                max_flow_updates=a.max_flow_updates)
     print(format_select(df), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)

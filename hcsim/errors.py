@@ -27,6 +27,10 @@ class ScheduleError(HcsimError):
     """A schedule is malformed or breaks its collective's postcondition."""
 
 
+class WorkLimitError(HcsimError):
+    """A call would take more work than a documented limit (hcsim.limits) allows."""
+
+
 class StuckScheduleError(HcsimError):
     """The engine ran out of events while some ranks had not finished."""
 

@@ -33,3 +33,7 @@ a step (NHR, NB): beyond this they outgrow memory before a bound could be checke
 
 MAX_SWEEP_SIZES = 4096
 """Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""
+
+MAX_FLOW_UPDATES = 200_000_000
+"""Most flow-rate recomputations one event-driven run makes (the engine's work when contention
+spreads the finish times of many concurrent flows) before it stops with a one-line error."""

@@ -12,6 +12,9 @@ def format_rows(df: pd.DataFrame) -> list[str]:
     """hccl_test-style lines for one algorithm's rows of a sweep DataFrame."""
     lines = [_line(HEADER)]
     for row in df.itertuples(index=False):
+        if row.time_us != row.time_us:  # NaN: refused by a work bound
+            lines.append(_line((f"{int(row.size_bytes)}", "refused", "-", "-")))
+            continue
         lines.append(_line((f"{int(row.size_bytes)}", f"{row.time_us:.2f}", f"{row.algbw_GBps:.5f}",
                             f"{row.busbw_GBps:.5f}")))
     return lines
@@ -26,16 +29,23 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
     """One block per algorithm, then the fastest algorithm per size."""
     out = []
     for algo, part in df.groupby("algorithm", sort=False):
-        first = part.iloc[0]
+        ran = part[part["time_us"].notna()]
+        first = (ran if len(ran) else part).iloc[0]
         chosen = ""
-        if "selected" in part and (part["selected"] != algo).any():
-            chosen = " (ran: " + ", ".join(dict.fromkeys(part["selected"])) + ")"
+        if "selected" in ran and (ran["selected"] != algo).any():
+            chosen = " (ran: " + ", ".join(dict.fromkeys(ran["selected"])) + ")"
         out.append(f"# {first.collective} on {topology}: {int(first.ranks)} ranks, algorithm {algo}{chosen}, "
                    f"mode {first['mode']}")
         out.extend(format_rows(part))
         out.append("")
-    if df["algorithm"].nunique() > 1:
-        best = df.loc[df.groupby("size_bytes")["time_us"].idxmin()]
+    if "refused" in df and (df["refused"] != "").any():
+        first = df[df["refused"] != ""].iloc[0]
+        out.append(f"# {int((df['refused'] != '').sum())} point(s) refused by a work bound, e.g. "
+                   f"{first.algorithm} at {int(first.size_bytes)} B: {first.refused}")
+        out.append("")
+    ran = df[df["time_us"].notna()]
+    if df["algorithm"].nunique() > 1 and len(ran):
+        best = ran.loc[ran.groupby("size_bytes")["time_us"].idxmin()]
         out.append("# fastest per size")
         head = ("data_size(Bytes):", "algorithm:", "aveg_time(us):")
         out.append(_line(head, head))

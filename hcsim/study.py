@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from .api import check_collective_name, rank_layout, resolve_sizes, simulate
-from .errors import bad_value
+from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
 from .topology.io import load_topology
 
@@ -29,7 +31,7 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     pandas.DataFrame
         One row per size: ``size_bytes``, ``hccl_choice``, ``hccl_time_us``, ``best``,
         ``best_time_us``, ``slowdown`` (HCCL's time / best time), ``selected_by``, and
-        ``time_us[<algorithm>]`` per candidate. ``df.attrs["crossovers"]`` lists
+        ``time_us[<algorithm>]`` per candidate (NaN where a work bound refused it). ``df.attrs["crossovers"]`` lists
         ``(size_bytes, previous_best, new_best)`` where the fastest algorithm changes.
 
     Examples
@@ -57,10 +59,13 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
             if algo == chosen.algorithm:
                 times[algo] = chosen.time_s
             else:
-                times[algo] = simulate(topo, collective, size, algo, ranks=ranks, mode=mode, hccl=hccl,
-                                       **kwargs).time_s
+                try:
+                    times[algo] = simulate(topo, collective, size, algo, ranks=ranks, mode=mode, hccl=hccl,
+                                           **kwargs).time_s
+                except WorkLimitError:  # a rival over the work bound is left out of this size's race
+                    times[algo] = math.nan
         times.setdefault(chosen.algorithm, chosen.time_s)
-        fastest = min(times.values())
+        fastest = min(t for t in times.values() if t == t)
         tied = [a for a in times if times[a] <= fastest * (1 + 1e-9)]
         # ties go to the previous size's best (no crossover between equals), then HCCL's choice
         best = prev if prev in tied else chosen.algorithm if chosen.algorithm in tied else tied[0]

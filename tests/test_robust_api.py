@@ -137,3 +137,29 @@ def test_cli_bad_input_is_one_line_and_status_2_before_any_work(argv, expect, ca
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith(f"hcsim: error: {expect}"), err
+
+
+def test_engine_stops_deterministically_at_its_flow_update_bound():
+    from hcsim.errors import WorkLimitError
+
+    topo = hcsim.load_topology("atlas800t-a2")
+    free = hcsim.simulate(topo, "allreduce", "1M", "mesh")
+    with pytest.raises(WorkLimitError) as first:
+        hcsim.simulate(topo, "allreduce", "1M", "mesh", max_flow_updates=10)
+    with pytest.raises(WorkLimitError) as again:
+        hcsim.simulate(topo, "allreduce", "1M", "mesh", max_flow_updates=10)
+    assert str(first.value) == str(again.value) and "\n" not in str(first.value)
+    assert str(first.value).startswith("max_flow_updates = 10: the run passed")
+    # a bound the run stays within changes nothing
+    assert hcsim.simulate(topo, "allreduce", "1M", "mesh", max_flow_updates=10**9).time_s == free.time_s
+
+
+def test_a_sweep_reports_points_over_the_work_bound_and_keeps_the_rest(capsys):
+    df = hcsim.sweep("atlas800t-a2", "allreduce", ("1M", "2M"), algorithms=["ring", "mesh"], max_flow_updates=10)
+    refused = df[df["refused"] != ""]
+    assert set(refused["algorithm"]) == {"mesh"} and refused["time_us"].isna().all()
+    assert df[df["algorithm"] == "ring"]["time_us"].gt(0).all()
+    assert main(["sweep", "--op", "allreduce", "-b", "1M", "-e", "2M", "--algo", "ring,mesh",
+                 "--max-flow-updates", "10"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| refused") == 2 and "2 point(s) refused by a work bound" in out

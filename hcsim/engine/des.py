@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..errors import StuckScheduleError, bad_value
+from ..errors import StuckScheduleError, WorkLimitError, bad_value
+from ..limits import MAX_FLOW_UPDATES
 from ..topology.model import ROUTING_POLICIES
 from .fairshare import max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
@@ -69,6 +70,9 @@ class EngineConfig:
     record: bool = True
     qps: int = 1
     message_regimes: MessageRegimes | None = None
+    max_flow_updates: int = MAX_FLOW_UPDATES
+    """Work bound: the run stops with :class:`~hcsim.errors.WorkLimitError` once this many flow
+    rates have been recomputed (deterministic: the same call stops at the same point)."""
 
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
@@ -216,6 +220,9 @@ class FlowSimulator:
         self._need_full = False
         self.instants = 0
         self.full_recomputes = 0
+        self.flow_updates = 0
+        """Flows whose max-min rate was recomputed, summed over every full recompute: the
+        engine's work, counted against ``EngineConfig.max_flow_updates``."""
 
     # ---------------------------------------------------------------- public
     def run(self, env: simpy.Environment | None = None) -> float:
@@ -545,6 +552,12 @@ class FlowSimulator:
         """Max-min rates for every active flow; only flows whose rate changed get a new end."""
         self.full_recomputes += 1
         active = np.flatnonzero(self.s_active)
+        self.flow_updates += active.size
+        if self.flow_updates > self.cfg.max_flow_updates:
+            raise WorkLimitError(
+                f"max_flow_updates = {self.cfg.max_flow_updates}: the run passed {self.flow_updates} flow-rate updates "
+                f"at {now:.6g} s of simulated time (contention made {active.size} concurrent flows finish apart); "
+                "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
         mat = self._path_mat[self.s_path[active]]
         flow = np.broadcast_to(np.arange(active.size)[:, None], mat.shape)
         real = mat != self.pad
