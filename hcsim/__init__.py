@@ -20,7 +20,7 @@ from .algorithms import (
 )
 from .api import simulate, sweep
 from .engine import Result
-from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError
+from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError, WorkLimitError
 from .study import select
 from .topology import Topology, load_topology, save_topology
 from .units import parse_size
@@ -30,6 +30,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "COLLECTIVES", "AlgorithmSpec", "ConfigError", "HcsimError", "Result", "Schedule", "ScheduleError",
-    "StuckScheduleError", "Topology", "TopologyError", "algorithms_for", "build_schedule",
+    "StuckScheduleError", "Topology", "TopologyError", "WorkLimitError", "algorithms_for", "build_schedule",
     "load_topology", "parse_size", "register", "save_topology", "select", "simulate", "sweep", "verify",
 ]
