@@ -20,7 +20,14 @@ from .algorithms import (
 )
 from .api import simulate, sweep
 from .engine import Result
-from .errors import ConfigError, HcsimError, ScheduleError, StuckScheduleError, TopologyError, WorkLimitError
+from .errors import (
+    ConfigError,
+    HcsimError,
+    ScheduleError,
+    StuckScheduleError,
+    TopologyError,
+    WorkLimitError,
+)
 from .study import select
 from .topology import Topology, load_topology, save_topology
 from .units import parse_size
