@@ -2,42 +2,145 @@
 
 Columns: collective, algorithm, mode ("measured"), ranks, size_bytes, time_us, algbw_GBps,
 busbw_GBps (GB = 1e9, nccl-tests' bus factors), like :func:`hcsim.sweep`.
+
+Any text or file gives either such a frame, in which every size is a whole byte count from 1
+to ``MAX_SIZE_BYTES`` and every time finite and positive, or one :class:`~hcsim.errors.ConfigError`
+line naming the file, the line and the column. What is an error and what is left out:
+
+* errors: a file that is not UTF-8 text (or holds a NUL byte), empty, a directory, larger than
+  :data:`MAX_MEASURED_BYTES`; no data rows; a cell that cannot be right (a size that is not a
+  whole number of bytes, a time that is not a finite number > 0, a rank count that is not a
+  whole number from 2 to ``MAX_CALL_RANKS``, a collective hcsim does not know); a row with
+  another number of cells than its header (a truncated or ragged row); a CSV header naming a
+  column twice; two runs of different collectives or rank counts in one file;
+* left out, with a :class:`MeasuredRowWarning` and listed in ``attrs["left_out"]``: zero-byte
+  rows (nccl-tests prints them where a size rounds down to nothing; there is no zero-byte call
+  to simulate), a CSV header repeated inside the file (files pasted together), and rows of
+  other collectives when a ``collective`` is asked for (silently: that is the filter).
 """
 
 from __future__ import annotations
 
 import csv
-import io
+import math
+import os
 import re
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
-from ..algorithms.schedule import BUSBW_FACTOR
-from ..errors import ConfigError, bad_value
+from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
+from ..errors import ConfigError, bad_value, shown, unknown_name
 from ..hccl.hccl_test import BINARIES
+from ..limits import MAX_CALL_RANKS, MAX_SIZE_BYTES
 
 NCCL_TESTS = {"all_reduce_perf": "allreduce", "all_gather_perf": "allgather", "reduce_scatter_perf": "reducescatter",
               "broadcast_perf": "broadcast", "reduce_perf": "reduce", "alltoall_perf": "alltoall",
               "sendrecv_perf": "sendrecv", "scatter_perf": "scatter", "gather_perf": "gather"}
 COLUMNS = ["collective", "algorithm", "mode", "ranks", "size_bytes", "time_us", "algbw_GBps", "busbw_GBps"]
 
+MAX_MEASURED_BYTES = 16 << 20
+"""Largest measured file read (16 MiB, read in a few seconds; a whole nccl-tests sweep is a few KiB)."""
+
+SIZE_ALLOWED = f"a whole number of bytes, 0 to {MAX_SIZE_BYTES} (1 PiB), in ASCII digits"
+TIME_ALLOWED = "a time in microseconds, a finite number > 0"
+RANKS_ALLOWED = f"a whole number of ranks from 2 to {MAX_CALL_RANKS} (hcsim.limits.MAX_CALL_RANKS)"
+
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_WHOLE = re.compile(r"[0-9]+(?:\.0*)?")  # "65536" or "65536.0" (a CSV written from floats)
+_DIGITS = re.compile(r"[0-9]+")
+_TOKEN = re.compile(r"\S+")
+
+
+class MeasuredRowWarning(UserWarning):
+    """Rows of a measured file were left out (zero-byte rows, a repeated CSV header)."""
+
+
+class _Source:
+    """Names a place in a measured text for messages: ``measured 'f.csv' line 7, column 2 (time_us)``."""
+
+    def __init__(self, source):
+        self.name = "measured" if source is None else f"measured {str(source)!r}"
+        self.left_out: list[str] = []
+
+    def at(self, line: int, column: int | None = None, what: str | None = None) -> str:
+        where = f"{self.name} line {line}"
+        if column is not None:
+            where += f", column {column}"
+        return where + (f" ({what})" if what else "")
+
+    def leave_out(self, line: int, why: str):
+        self.left_out.append(f"line {line}: {why}")
+
+    def warn(self, df: pd.DataFrame) -> pd.DataFrame:
+        df.attrs["left_out"] = list(self.left_out)
+        if self.left_out:
+            more = f" and {len(self.left_out) - 3} more" if len(self.left_out) > 3 else ""
+            warnings.warn(f"{self.name}: left out {len(self.left_out)} row(s): "
+                          f"{'; '.join(self.left_out[:3])}{more}", MeasuredRowWarning, stacklevel=3)
+        return df
+
+
+def _size(cell: str, where: str) -> int:
+    """A size cell: a whole byte count (0 allowed here; the caller leaves zero-byte rows out)."""
+    if not _WHOLE.fullmatch(cell):
+        raise bad_value(where, cell, SIZE_ALLOWED)
+    digits = cell.split(".")[0].lstrip("0") or "0"
+    if len(digits) > len(str(MAX_SIZE_BYTES)) or int(digits) > MAX_SIZE_BYTES:  # no 5,000-digit int()
+        raise bad_value(where, cell, SIZE_ALLOWED)
+    return int(digits)
+
+
+def _time(cell: str, where: str) -> float:
+    """A time cell in microseconds: finite and > 0 (ASCII: float() would take 'nan', '1_0' and '١')."""
+    t = float(cell) if _NUMBER.fullmatch(cell) else math.nan
+    if not (math.isfinite(t) and t > 0):
+        raise bad_value(where, cell, TIME_ALLOWED)
+    return t
+
+
+def _rank_count(value, where: str) -> int:
+    """A rank count from a file (a cell or a token): whole, 2 to MAX_CALL_RANKS."""
+    if not (isinstance(value, str) and _WHOLE.fullmatch(value)):
+        raise bad_value(where, value, RANKS_ALLOWED)
+    digits = value.split(".")[0].lstrip("0") or "0"
+    if len(digits) > 6 or not 2 <= int(digits) <= MAX_CALL_RANKS:
+        raise bad_value(where, value, RANKS_ALLOWED)
+    return int(digits)
+
+
+def _check_arguments(text, collective, ranks, algorithm):
+    from ..algorithms.registry import check_collective
+
+    if not isinstance(text, str):
+        raise bad_value("text", text, "a str (the tool's output; load_measured reads a file)")
+    if collective is not None:
+        check_collective(collective)
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or
+                              not 2 <= ranks <= MAX_CALL_RANKS):
+        raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
+    if not isinstance(algorithm, str):
+        raise bad_value("algorithm", algorithm, "a str (the label the rows get)")
+
 
 def _frame(rows, collective, ranks, algorithm):
     out = []
+    factor = BUSBW_FACTOR[collective](ranks) if (collective and ranks) else float("nan")
     for size, time_us in rows:
-        algbw = size / (time_us * 1e-6) / 1e9 if time_us > 0 else float("nan")
-        factor = BUSBW_FACTOR[collective](ranks) if (collective and ranks) else float("nan")
-        out.append({"collective": collective, "algorithm": algorithm, "mode": "measured", "ranks": ranks,
-                    "size_bytes": size, "time_us": time_us, "algbw_GBps": algbw, "busbw_GBps": algbw * factor})
-    return pd.DataFrame(out, columns=COLUMNS)
+        algbw = size / (time_us * 1e-6) / 1e9
+        out.append({"collective": collective, "algorithm": algorithm, "mode": "measured",
+                    "ranks": ranks if ranks else float("nan"), "size_bytes": size, "time_us": time_us,
+                    "algbw_GBps": algbw, "busbw_GBps": algbw * factor})
+    df = pd.DataFrame(out, columns=COLUMNS)
+    return df.astype({"size_bytes": "int64", "time_us": "float64"})
 
 
 def _named(given, in_file, binary):
     """The collective: the one the file's binary names, which ``given`` may repeat but not
     contradict."""
     if given and in_file and given != in_file:
-        raise ConfigError(f"op = {given!r}: the file is {in_file} output ({binary}); leave --op out or match it")
+        raise ConfigError(f"op = {shown(given)}: the file is {in_file} output ({binary}); leave --op out or match it")
     return given or in_file
 
 
@@ -48,12 +151,44 @@ def _ranks(given, in_file, where):
     return given or in_file
 
 
+def _need_collective(collective, src: _Source, how: str):
+    if not collective:
+        raise ConfigError(f"{src.name}: the collective is not recorded ({how}); pass collective= (--op), "
+                          f"one of {', '.join(COLLECTIVES)}")
+    return collective
+
+
+def _hccl_runs(lines, src: _Source):
+    """(ranks, binary, line number) of every ``mpirun ... -n N ... ./bin/<op>_test`` line."""
+    runs = []
+    for number, line in enumerate(lines, 1):
+        if "mpirun" not in line and "mpiexec" not in line:
+            continue
+        launcher = ranks = binary = None
+        previous = ""
+        for m in _TOKEN.finditer(line):  # up to the binary: its own arguments are not mpirun's
+            name = m.group().rsplit("/", 1)[-1]
+            if launcher is None:
+                launcher = name if name in ("mpirun", "mpiexec") else None
+            elif previous in ("-n", "-np", "--n", "--np"):
+                ranks = _rank_count(m.group(), src.at(number, m.start() + 1, "mpirun -n"))
+            elif re.fullmatch(r"\w+_test", name):
+                binary = (name, m.start() + 1)
+                break
+            previous = m.group()
+        if binary is not None:
+            runs.append((ranks, binary, number))
+    return runs
+
+
 def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None = None,
-                    algorithm: str = "hccl") -> pd.DataFrame:
+                    algorithm: str = "hccl", *, source=None) -> pd.DataFrame:
     """Rows of hccl_test's table (``data_size(Bytes): | aveg_time(us): | ...``).
 
     The collective and rank count come from the ``mpirun -n N ./bin/<binary>`` line when the
-    text has one, else from the arguments.
+    text has one, else from the arguments. Every line after the table's header that holds a
+    ``|`` is a row and must have the header's number of cells. ``source`` (a file name) is
+    quoted in errors.
 
     Examples
     --------
@@ -61,54 +196,135 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     >>> parse_hccl_test(text, "allreduce", 8)[["size_bytes", "time_us"]].values.tolist()
     [[8192.0, 764.55]]
     """
-    m = re.search(r"mpirun\s+.*?-n\s+(\d+).*?(\w+_test)\b", text)
-    if m:
-        ranks = _ranks(ranks, int(m.group(1)), "mpirun -n")
-        collective = _named(collective, BINARIES.get(m.group(2)), m.group(2))
+    _check_arguments(text, collective, ranks, algorithm)
+    src = _Source(source)
+    lines = text.splitlines()
+    runs = _hccl_runs(lines, src)
+    for (k, (binary, column), number) in runs[1:]:
+        if (k, binary) != (runs[0][0], runs[0][1][0]):
+            raise ConfigError(f"{src.at(number, column, 'binary')}: a second run ({binary}, -n {k}) after "
+                              f"{runs[0][1][0]}, -n {runs[0][0]} (line {runs[0][2]}); one run per file")
+    if runs:
+        k, (binary, column), number = runs[0]
+        if k is not None:
+            ranks = _ranks(ranks, k, "mpirun -n")
+        if binary not in BINARIES and not collective:
+            raise bad_value(src.at(number, column, "binary"), binary,
+                            f"an hccl_test binary ({', '.join(sorted(BINARIES))}), or pass collective= (--op)")
+        collective = _named(collective, BINARIES.get(binary), binary)
+    header = None
     rows = []
-    for line in text.splitlines():
+    for number, line in enumerate(lines, 1):
+        if "data_size(Bytes)" in line:
+            header = [c.strip().rstrip(":") for c in line.split("|")]
+            continue
+        if header is None or "|" not in line:
+            continue
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) >= 3 and cells[0].isdigit():
-            rows.append((int(cells[0]), float(cells[1])))
+        if len(cells) != len(header):
+            raise ConfigError(f"{src.at(number)}: {len(cells)} cells; the table's header has {len(header)} "
+                              "(a truncated or ragged row)")
+        size = _size(cells[0], src.at(number, 1, header[0]))
+        if size == 0:
+            src.leave_out(number, "0 bytes")
+            continue
+        rows.append((size, _time(cells[1], src.at(number, 2, header[1]))))
     if not rows:
-        raise ConfigError("measured: no hccl_test rows found (expected 'data_size(Bytes): | aveg_time(us): ...')")
-    return _frame(rows, collective, ranks, algorithm)
+        raise ConfigError(f"{src.name}: no hccl_test rows found (expected 'data_size(Bytes): | aveg_time(us): ...' "
+                          "and rows under it)")
+    _need_collective(collective, src, "no 'mpirun -n N ./bin/<op>_test' line")
+    return src.warn(_frame(rows, collective, ranks, algorithm))
+
+
+def _nccl_binary(text, collective, src):
+    found = dict.fromkeys(m.group(1) for m in re.finditer(r"\b(\w+_perf)\b", text))
+    known = [b for b in found if b in NCCL_TESTS]
+    if len({NCCL_TESTS[b] for b in known}) > 1:
+        raise ConfigError(f"{src.name}: output of several nccl-tests binaries ({', '.join(known)}); one per file")
+    if known:
+        return _named(collective, NCCL_TESTS[known[0]], known[0])
+    if found and not collective:
+        raise bad_value(f"{src.name} binary", next(iter(found)),
+                        f"an nccl-tests binary ({', '.join(NCCL_TESTS)}), or pass collective= (--op)")
+    return collective
+
+
+def _nccl_ranks(text, ranks, src):
+    if ranks is not None:  # a given count wins: an output may list only its own process's ranks
+        return ranks
+    listed = {int(m.group(1)) for m in re.finditer(r"^#\s+Rank\s+([0-9]{1,9})\b", text, flags=re.M)}
+    if len(listed) > MAX_CALL_RANKS:
+        raise ConfigError(f"{src.name}: lists {len(listed)} ranks ('#  Rank' lines); hcsim takes at most "
+                          f"{MAX_CALL_RANKS} (hcsim.limits.MAX_CALL_RANKS)")
+    return len(listed) if len(listed) >= 2 else None  # one listed rank: this process's only; unknown
 
 
 def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None = None,
-                     algorithm: str = "nccl", in_place: bool = False) -> pd.DataFrame:
+                     algorithm: str = "nccl", in_place: bool = False, *, source=None) -> pd.DataFrame:
     """Rows of an nccl-tests table (out-of-place times by default).
 
-    The rank count is the number of ``#  Rank`` lines unless given; the collective comes
-    from a ``*_perf`` name in the text unless given.
+    The rank count is the number of distinct ``#  Rank`` lines (when at least 2) unless given;
+    the collective comes from a ``*_perf`` name in the text unless given. A data row is a line
+    not starting with ``#`` whose first field is a whole number; it must have 12 fields (older
+    versions, no root) or 13. ``source`` (a file name) is quoted in errors.
     """
-    m = re.search(r"\b(\w+_perf)\b", text)
-    if m:
-        collective = _named(collective, NCCL_TESTS.get(m.group(1)), m.group(1))
-    if ranks is None:  # a given count wins: an output may list only its own process's ranks
-        ranks = len(re.findall(r"^#\s+Rank\s+\d+", text, flags=re.M)) or None
+    _check_arguments(text, collective, ranks, algorithm)
+    if not isinstance(in_place, bool):
+        raise bad_value("in_place", in_place, "True or False")
+    src = _Source(source)
+    collective = _nccl_binary(text, collective, src)
+    ranks = _nccl_ranks(text, ranks, src)
+    header = re.search(r"^#\s+size\s+count\s+type\s+redop\s+(root\s+)?time\b", text, flags=re.M)
+    fields = (12, 13) if header is None else (13,) if header.group(1) else (12,)
     rows = []
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 12 and not line.lstrip().startswith("#") and parts[0].isdigit():
-            # size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
-            offset = 5 if len(parts) >= 13 else 4  # older versions print no root column
-            half = parts[offset + 4:] if in_place else parts[offset:]
-            rows.append((int(parts[0]), float(half[0])))
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        tokens = [(m.group(), m.start() + 1) for m in _TOKEN.finditer(line)]
+        if not tokens or not _DIGITS.fullmatch(tokens[0][0]):
+            continue
+        if len(tokens) not in fields:
+            raise ConfigError(f"{src.at(number)}: {len(tokens)} fields; an nccl-tests row has "
+                              f"{' or '.join(map(str, fields))} (a truncated or ragged row)")
+        # size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
+        offset = 5 if len(tokens) == 13 else 4
+        size = _size(tokens[0][0], src.at(number, tokens[0][1], "size"))
+        if size == 0:
+            src.leave_out(number, "0 bytes")
+            continue
+        cell, column = tokens[offset + 4 if in_place else offset]
+        rows.append((size, _time(cell, src.at(number, column, "in-place time" if in_place else "out-of-place time"))))
     if not rows:
-        raise ConfigError("measured: no nccl-tests rows found (expected '# size count type redop root time ...')")
-    return _frame(rows, collective, ranks, algorithm)
+        raise ConfigError(f"{src.name}: no nccl-tests rows found (expected '# size count type redop root time ...' "
+                          "and rows under it)")
+    _need_collective(collective, src, "no '<op>_perf' binary named")
+    return src.warn(_frame(rows, collective, ranks, algorithm))
 
 
 def nccl_tests_rows(text: str) -> list[tuple]:
     """Every data row of an nccl-tests table as (size, count, type, redop, root, halves), with
     halves = ((time_us, algbw, busbw, wrong), (time_us, algbw, busbw, wrong))."""
+    if not isinstance(text, str):
+        raise bad_value("text", text, "a str (nccl-tests' output)")
+    src = _Source(None)
     out = []
-    for line in text.splitlines():
+
+    def number(cell, where, whole=False):
+        ok = _DIGITS.fullmatch(cell.lstrip("-")) if whole else _NUMBER.fullmatch(cell)
+        value = (int(cell) if whole else float(cell)) if ok and len(cell) < 40 else math.nan
+        if not math.isfinite(value):
+            raise bad_value(where, cell, "a whole number" if whole else "a finite number")
+        return value
+
+    for index, line in enumerate(text.splitlines(), 1):
         parts = line.split()
-        if len(parts) == 13 and parts[0].isdigit():
-            halves = tuple((float(parts[i]), float(parts[i + 1]), float(parts[i + 2]), parts[i + 3]) for i in (5, 9))
-            out.append((int(parts[0]), int(parts[1]), parts[2], parts[3], int(parts[4]), halves))
+        if len(parts) == 13 and _DIGITS.fullmatch(parts[0]):
+            def at(i, name, _index=index):
+                return src.at(_index, i + 1, name)
+            halves = tuple((number(parts[i], at(i, "time")), number(parts[i + 1], at(i + 1, "algbw")),
+                            number(parts[i + 2], at(i + 2, "busbw")), parts[i + 3]) for i in (5, 9))
+            out.append((number(parts[0], at(0, "size"), True), number(parts[1], at(1, "count"), True), parts[2],
+                        parts[3], number(parts[4], at(4, "root"), True), halves))
     return out
 
 
@@ -123,50 +339,161 @@ def format_nccl_tests_row(size, count, dtype, redop, root, halves) -> str:
     return out
 
 
-def load_measured(path, collective: str | None = None, ranks: int | None = None) -> pd.DataFrame:
-    """Read a measured file: hccl_test output, nccl-tests output, a sweep-shaped CSV, or a CSV
-    with ``op, ranks, bytes, time_us`` columns (as docs/data/published keeps them)."""
-    from ..algorithms.registry import check_collective
+def _read_text(path) -> tuple[Path, str]:
+    """The file's text, or one line saying why it is not a measured file."""
+    if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
+        raise bad_value("measured", path, "a file path (str or pathlib.Path)")
+    try:
+        path = Path(path)
+        if path.is_dir():
+            raise ConfigError(f"measured = {str(path)!r}: a directory, not a file")
+        if not path.is_file():
+            raise ConfigError(f"measured = {str(path)!r}: no such file")
+        with path.open("rb") as f:
+            data = f.read(MAX_MEASURED_BYTES + 1)
+    except (OSError, ValueError) as e:  # permissions, a NUL in the name, a name too long
+        if isinstance(e, ConfigError):
+            raise
+        why = getattr(e, "strerror", None) or str(e)
+        raise ConfigError(f"measured = {shown(str(path))}: cannot be read ({why})") from None
+    name = f"measured = {str(path)!r}"
+    if len(data) > MAX_MEASURED_BYTES:
+        raise ConfigError(f"{name}: larger than {MAX_MEASURED_BYTES} bytes (MAX_MEASURED_BYTES); "
+                          "a benchmark's output is a few KiB")
+    if not data.strip():
+        raise ConfigError(f"{name}: empty")
 
-    path = Path(path)
-    if collective is not None:
-        check_collective(collective)
-    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 2):
-        raise bad_value("ranks", ranks, "an integer >= 2 (the ranks the measurement ran on)")
-    if not path.is_file():
-        raise ConfigError(f"measured = {str(path)!r}: no such file")
-    text = path.read_text()
-    if "data_size(Bytes)" in text:
-        return _only(parse_hccl_test(text, collective, ranks), path, collective)
-    if "algbw" in text and "busbw" in text and "#wrong" in text or "out-of-place" in text:
-        return _only(parse_nccl_tests(text, collective, ranks), path, collective)
-    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
-    if not rows:
+    def place(i):
+        newline = b"\n"
+        return f"line {data.count(newline, 0, i) + 1}, column {i - data.rfind(newline, 0, i)}"
+
+    if b"\x00" in data:
+        hint = " (UTF-16? save it as UTF-8)" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
+        raise ConfigError(f"{name}: binary, not text (a NUL byte at {place(data.index(0))}){hint}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at {place(e.start)}); "
+                          "save it as UTF-8") from None
+    return path, text.removeprefix("\ufeff")
+
+
+_SWEEP_FORM = ("collective", "size_bytes", "time_us")
+_OP_FORM = ("op", "bytes", "time_us")
+_NUMERIC_EXTRAS = ("time_us_min", "time_us_max", "algbw_GBps", "busbw_GBps")
+
+
+def _csv_records(text, src: _Source):
+    """(line number, cells) of every CSV record, ``#`` comment and blank lines left out."""
+    kept = [(number, line) for number, line in enumerate(text.splitlines(), 1)
+            if line.strip() and not line.lstrip().startswith("#")]
+    reader = csv.reader(line for _, line in kept)
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            number = kept[min(reader.line_num, len(kept)) - 1][0] if kept else 1
+            raise ConfigError(f"{src.at(number)}: not CSV ({e})") from None
+        yield kept[reader.line_num - 1][0], [c.strip() for c in cells]
+
+
+def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
+    records = _csv_records(text, src)
+    first = next(records, None)
+    if first is None:
         raise ConfigError(f"measured = {str(path)!r}: not hccl_test, nccl-tests or CSV output")
-    cols = set(rows[0])
-    if {"collective", "size_bytes", "time_us"} <= cols:
-        df = pd.DataFrame(rows)
-    elif {"op", "bytes", "time_us"} <= cols:
-        df = pd.DataFrame({"collective": [r["op"] for r in rows], "ranks": [r.get("ranks") for r in rows],
-                           "size_bytes": [r["bytes"] for r in rows], "time_us": [r["time_us"] for r in rows],
-                           "case": [r.get("case", "") for r in rows]})
+    header_line, header = first
+    names = [h for h in header if h]
+    twice = sorted({h for h in names if names.count(h) > 1})
+    if twice:
+        raise ConfigError(f"{src.at(header_line)}: the header names {', '.join(map(repr, twice))} twice")
+    if set(_SWEEP_FORM) <= set(names):
+        coll_col, size_col, time_col = _SWEEP_FORM
+        keep = [h for h in header if h]
+    elif set(_OP_FORM) <= set(names):
+        coll_col, size_col, time_col = _OP_FORM
+        keep = [h for h in ("op", "ranks", "bytes", "time_us", "case") if h in names]
     else:
         raise ConfigError(f"measured = {str(path)!r}: CSV needs columns collective,size_bytes,time_us or "
-                          f"op,bytes,time_us (has {', '.join(sorted(cols))})")
+                          f"op,bytes,time_us (has {', '.join(sorted(names))})")
+    rename = {"op": "collective", "bytes": "size_bytes"} if coll_col == "op" else {}
+    index = {h: i for i, h in enumerate(header) if h}
+    rows = []
+    for number, cells in records:
+        if cells == header:
+            src.leave_out(number, "the header again")
+            continue
+        if len(cells) != len(header):
+            raise ConfigError(f"{src.at(number)}: {len(cells)} cells; the header (line {header_line}) has "
+                              f"{len(header)} (a truncated or ragged row)")
+
+        def at(col, _number=number):
+            return src.at(_number, index[col] + 1, col)
+
+        row = {rename.get(h, h): cells[index[h]] for h in keep}
+        coll = row["collective"]
+        if collective and coll != collective:
+            continue  # another collective's row: the filter asked
+        if coll not in COLLECTIVES:
+            raise unknown_name(at(coll_col), coll, COLLECTIVES)
+        row["size_bytes"] = _size(row["size_bytes"], at(size_col))
+        if row["size_bytes"] == 0:
+            src.leave_out(number, "0 bytes")
+            continue
+        row["time_us"] = _time(row["time_us"], at(time_col))
+        if "ranks" in row:
+            row["ranks"] = _rank_count(row["ranks"], at("ranks")) if row["ranks"] else float("nan")
+        rows.append(row)
+    columns = [rename.get(h, h) for h in keep]
+    if "ranks" not in columns:
+        columns.append("ranks")
+    df = pd.DataFrame(rows, columns=columns)
+    if not rows and not src.left_out and not collective:
+        raise ConfigError(f"measured = {str(path)!r}: a CSV header and no rows")
     df["size_bytes"] = df["size_bytes"].astype("int64")
-    df["time_us"] = df["time_us"].astype(float)
-    df["ranks"] = pd.to_numeric(df.get("ranks"), errors="coerce")
+    df["time_us"] = df["time_us"].astype("float64")
+    df["ranks"] = pd.to_numeric(df["ranks"], errors="coerce").astype("float64")
+    for col in _NUMERIC_EXTRAS:
+        if col in df.columns:
+            df[col] = pd.to_numeric(df[col], errors="coerce")
+    return df
+
+
+def load_measured(path, collective: str | None = None, ranks: int | None = None) -> pd.DataFrame:
+    """Read a measured file: hccl_test output, nccl-tests output, a sweep-shaped CSV, or a CSV
+    with ``op, ranks, bytes, time_us`` columns (as docs/data/published keeps them).
+
+    Returns a frame whose sizes are whole byte counts >= 1 (int64) and whose times are finite
+    and > 0; anything else in the file is one :class:`~hcsim.errors.ConfigError` line naming
+    the file, line and column (the module docstring lists what is left out with a warning).
+    """
+    from ..algorithms.registry import check_collective
+
+    if collective is not None:
+        check_collective(collective)
+    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or
+                              not 2 <= ranks <= MAX_CALL_RANKS):
+        raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
+    path, text = _read_text(path)
+    if "data_size(Bytes)" in text:
+        return _only(parse_hccl_test(text, collective, ranks, source=path), path, collective)
+    if "algbw" in text and "busbw" in text and "#wrong" in text or "out-of-place" in text:
+        return _only(parse_nccl_tests(text, collective, ranks, source=path), path, collective)
+    src = _Source(path)
+    df = _parse_csv(text, path, collective, src)
     if ranks is not None:
         recorded = sorted({int(k) for k in df["ranks"].dropna()})
         if recorded and recorded != [ranks]:
             raise bad_value("ranks", ranks, f"the ranks the file records ({', '.join(map(str, recorded))}), "
                             "or leave it out")
         df["ranks"] = float(ranks)
-    if collective:
-        df = df[df["collective"] == collective]
     df["mode"] = "measured"
-    return _only(df.reset_index(drop=True), path, collective)
+    df = _only(df.reset_index(drop=True), path, collective)
+    if df.empty:
+        raise ConfigError(f"measured = {str(path)!r}: no rows left ({'; '.join(src.left_out[:3])})")
+    return src.warn(df)
 
 
 def _only(df: pd.DataFrame, path, collective) -> pd.DataFrame:
