@@ -13,15 +13,22 @@ from __future__ import annotations
 import copy
 import dataclasses
 import datetime as _dt
+import numbers
 
 import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import ConfigError
+from .errors import bad_value, unknown_name
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
-from .validate import row_algorithm
+from .validate import measured_ranks, predict_row, row_algorithm
+
+MAX_EVALS = 10_000
+"""Most evaluations of the whole measured set a fit may ask for (each is one simulation per row)."""
+LOG_SCALE_BOUND = 40.0
+"""The fit keeps every fitted factor within e^-40..e^40 of where it started (a parameter no
+point constrains cannot drift to an overflow)."""
 
 
 def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float = 1.0, launch_overhead_s=None):
@@ -124,21 +131,31 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     >>> rep["rms_log_error_after"] < rep["rms_log_error_before"]
     True
     """
+    from .backends.parsers import check_measured
+
+    check_measured(measured, "calibrate on")
+    if isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Integral) or not 1 <= max_evals <= MAX_EVALS:
+        raise bad_value("max_evals", max_evals, f"a whole number from 1 to {MAX_EVALS}")
+    if source is not None and not isinstance(source, str):
+        raise bad_value("source", source, "a str (where the measurements came from), or None")
     topo = load_topology(topology)
-    if measured.empty:
-        raise ConfigError("measured: no points to calibrate on")
-    tiers = sorted(tiers or {d["spec"].tier for _, _, d in topo.graph.edges(data=True)})
+    known = {d["spec"].tier for _, _, d in topo.graph.edges(data=True)}
+    if tiers is not None:
+        if isinstance(tiers, str) or not isinstance(tiers, (list, tuple, set, frozenset)):
+            raise bad_value("tiers", tiers, f"a list of the topology's tiers ({', '.join(sorted(known))}), or None")
+        for t in tiers:
+            if not isinstance(t, str) or t not in known:
+                raise unknown_name("tiers", t, known)
+    tiers = sorted(tiers or known)
     d0 = topo.defaults
     base_step = d0.step_overhead_s or 1e-6
-    points = []
-    for _, r in measured.iterrows():
-        algo = row_algorithm(r, algorithm)
-        points.append((r["collective"], int(r["size_bytes"]), float(r["time_us"]),
-                       None if pd.isna(r.get("ranks", np.nan)) else int(r["ranks"]), algo))
+    rows = [r for _, r in measured.iterrows()]
+    points = [(r["collective"], int(r["size_bytes"]), float(r["time_us"]), measured_ranks(r),
+               row_algorithm(r, algorithm)) for r in rows]
 
-    def predict(cand):
-        return np.array([np.log(simulate(cand, c, n, a, ranks=k, verify=False).time_us / t)
-                         for c, n, t, k, a in points])
+    def predict(cand):  # a row the topology cannot run is named (predict_row)
+        return np.array([np.log(predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False).time_us / t)
+                         for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))])
 
     start = predict(topo)
     # only the tiers some point depends on: doubling an unused tier moves nothing
@@ -146,6 +163,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
 
     def unpack(x):
+        x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
         scale = {t: float(np.exp(x[i])) for i, t in enumerate(used)}
         return scale, float(base_step * np.exp(x[len(used)])), float(np.exp(x[len(used) + 1]))
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import math
+import numbers
 import os
 import re
 import warnings
@@ -31,9 +32,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
-from ..errors import ConfigError, bad_value, shown, unknown_name
+from ..errors import ConfigError, WorkLimitError, bad_value, shown, unknown_name
 from ..hccl.hccl_test import BINARIES
-from ..limits import MAX_CALL_RANKS, MAX_SIZE_BYTES
+from ..limits import MAX_CALL_RANKS, MAX_SIZE_BYTES, MAX_SWEEP_SIZES
 
 NCCL_TESTS = {"all_reduce_perf": "allreduce", "all_gather_perf": "allgather", "reduce_scatter_perf": "reducescatter",
               "broadcast_perf": "broadcast", "reduce_perf": "reduce", "alltoall_perf": "alltoall",
@@ -501,3 +502,50 @@ def _only(df: pd.DataFrame, path, collective) -> pd.DataFrame:
     if collective and df.empty:
         raise ConfigError(f"op = {collective!r}: {str(path)!r} has no {collective} rows")
     return df
+
+
+def check_measured(measured, purpose: str = "validate") -> pd.DataFrame:
+    """``measured`` if :func:`hcsim.validate_measured` and :func:`hcsim.calibrate.calibrate` can
+    take it, else one line naming the row (``measured.iloc[i]``) and column.
+
+    It must be a DataFrame with ``collective``, ``size_bytes`` and ``time_us`` columns (and
+    optionally ``ranks``), 1 to ``MAX_SWEEP_SIZES`` rows (more is a :class:`WorkLimitError`:
+    every row is a simulation), known collectives, whole sizes from 1 to ``MAX_SIZE_BYTES``,
+    finite times > 0 and, where given, whole rank counts from 2 to ``MAX_CALL_RANKS``.
+    :func:`load_measured`'s frames always pass.
+    """
+    allowed = "a DataFrame with columns collective, size_bytes, time_us [, ranks] (hcsim.backends.load_measured)"
+    if not isinstance(measured, pd.DataFrame):
+        raise bad_value("measured", measured, allowed)
+    twice = sorted({str(c) for c in measured.columns[measured.columns.duplicated()]})
+    if twice:
+        raise ConfigError(f"measured: the columns {', '.join(twice)} appear twice; {allowed}")
+    missing = [c for c in _SWEEP_FORM if c not in measured.columns]
+    if missing:
+        raise ConfigError(f"measured: no {', '.join(missing)} column (has {', '.join(map(str, measured.columns))}); "
+                          f"{allowed}")
+    if measured.empty:
+        raise ConfigError(f"measured: no points to {purpose} (an empty DataFrame)")
+    if len(measured) > MAX_SWEEP_SIZES:
+        raise WorkLimitError(f"measured: {len(measured)} rows; at most {MAX_SWEEP_SIZES} (hcsim.limits."
+                             f"MAX_SWEEP_SIZES, as a sweep): each row is a simulation; pass fewer rows")
+
+    def number(value):
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+    def whole(value, lo, hi):
+        return number(value) and lo <= value <= hi and float(value).is_integer()  # NaN fails the range
+
+    ranks = measured["ranks"].tolist() if "ranks" in measured.columns else [None] * len(measured)
+    cells = zip(measured["collective"].tolist(), measured["size_bytes"].tolist(), measured["time_us"].tolist(),
+                ranks, strict=True)
+    for i, (coll, size, time_us, k) in enumerate(cells):
+        if not isinstance(coll, str) or coll not in COLLECTIVES:
+            raise unknown_name(f"measured.iloc[{i}].collective", coll, COLLECTIVES)
+        if not whole(size, 1, MAX_SIZE_BYTES):
+            raise bad_value(f"measured.iloc[{i}].size_bytes", size, f"a whole number of bytes, 1 to {MAX_SIZE_BYTES}")
+        if not (number(time_us) and math.isfinite(time_us) and time_us > 0):
+            raise bad_value(f"measured.iloc[{i}].time_us", time_us, TIME_ALLOWED)
+        if not (k is None or k is pd.NA or (number(k) and math.isnan(k)) or whole(k, 2, MAX_CALL_RANKS)):
+            raise bad_value(f"measured.iloc[{i}].ranks", k, RANKS_ALLOWED + ", or NaN (the topology's)")
+    return measured
