@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..errors import ConfigError, bad_value, shown
 
 ALGO_NAMES = ("null", "ring", "pipeline", "fullmesh", "H-D_R", "pairwise", "NHR", "NHR_V1", "AHC",
               "AHC_BROKE", "NB", "NA")
@@ -61,12 +61,19 @@ class HcclAlgo:
         """The levels that apply to ``collective`` (None: HCCL's own selection)."""
         if self.global_levels is not None:
             return self.global_levels
-        key = _COLLECTIVE_KEY.get(collective, "others")
+        key = _COLLECTIVE_KEY.get(collective, "others") if isinstance(collective, str) else "others"
         return self.per_operator.get(key, self.per_operator.get("others"))
 
 
 def _err(text, part, why):
-    return ConfigError(f"HCCL_ALGO = {text!r}: {part!r} {why}; HCCL accepts {FORMAT}")
+    return ConfigError(f"HCCL_ALGO = {shown(text)}: {shown(part)} {why}; HCCL accepts {FORMAT}")
+
+
+def _hint(word: str, names) -> str:
+    """``; did you mean 'ring'?`` when ``word`` is one of ``names`` in another case (HCCL's names
+    are case-sensitive), else nothing."""
+    same = [n for n in names if n.casefold() == word.casefold()]
+    return f"; did you mean {same[0]!r}?" if same else ""
 
 
 def _levels(text: str, body: str, per_operator: bool) -> dict:
@@ -80,11 +87,12 @@ def _levels(text: str, body: str, per_operator: bool) -> dict:
             raise _err(text, item, "is not '<level>:<algo>'")
         level, algo = item.split(":", 1)
         if level not in LEVEL_KEYS:
-            raise _err(text, level, f"is not a level (levels: {', '.join(LEVEL_KEYS)})")
+            raise _err(text, level, f"is not a level (levels: {', '.join(LEVEL_KEYS)}){_hint(level, LEVEL_KEYS)}")
         if level in out:
             raise _err(text, level, "is given twice")
         if algo not in ALGO_NAMES:
-            raise _err(text, algo, f"is not an HCCL algorithm (names are case-sensitive: {', '.join(ALGO_NAMES)})")
+            raise _err(text, algo, f"is not an HCCL algorithm (names are case-sensitive: {', '.join(ALGO_NAMES)})"
+                                   f"{_hint(algo, ALGO_NAMES)}")
         if level == "level0" and algo not in ("NA", "null"):
             raise _err(text, f"{level}:{algo}", "is not allowed: level0 accepts only NA (HCCL picks level 0 from the hardware)")
         if level == "level0" and algo == "null" and per_operator:
@@ -109,7 +117,7 @@ def parse_hccl_algo(text: str | None) -> HcclAlgo | None:
     if text is None:
         return None
     if not isinstance(text, str):
-        raise ConfigError(f"HCCL_ALGO = {text!r}: a string, {FORMAT}")
+        raise bad_value("HCCL_ALGO", text, f"a string, {FORMAT}, or None")
     body = "".join(text.split())
     if not body:
         return None
@@ -127,7 +135,7 @@ def parse_hccl_algo(text: str | None) -> HcclAlgo | None:
     for entry in entries:
         op, body_levels = entry.split("=", 1)
         if op not in OPERATORS:
-            raise _err(text, op, f"is not an HCCL operator key ({', '.join(OPERATORS)})")
+            raise _err(text, op, f"is not an HCCL operator key ({', '.join(OPERATORS)}){_hint(op, OPERATORS)}")
         if op in per_op:
             raise _err(text, op, "is given twice")
         per_op[op] = _levels(text, body_levels, True)
