@@ -11,11 +11,16 @@ op-by-op HOST-mode rule is used.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..algorithms.hierarchy import THREE_LEVEL, resolve
 from ..algorithms.registry import REGISTRY
 from ..errors import ConfigError, bad_value
+from ..limits import MAX_SIZE_BYTES
+from ..topology.model import EXPANSION_MODES
 from .algo_env import HCSIM_NAME, HcclAlgo
 
 SELECTION_ALPHA_s = 60e-6
@@ -67,11 +72,26 @@ class HcclConfig:
     expansion_mode: str | None = None
 
     def __post_init__(self):
-        if isinstance(self.buffer_bytes, bool) or not isinstance(self.buffer_bytes, int) or self.buffer_bytes < 1:
-            raise bad_value("buffer_bytes", self.buffer_bytes, "a positive byte count (HCCL_BUFFSIZE)")
+        # numpy integers and booleans are taken and stored as Python ones (the config is hashed
+        # and printed); floats, strings and bools-for-numbers are not
+        def whole(value):
+            return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+        b = self.buffer_bytes
+        if not (whole(b) and 1 <= b <= MAX_SIZE_BYTES):
+            raise bad_value("buffer_bytes", b, f"a whole byte count from 1 to {MAX_SIZE_BYTES} (1 PiB) (HCCL_BUFFSIZE)")
         q = self.qps_per_connection
-        if isinstance(q, bool) or not isinstance(q, int) or not 1 <= q <= 8:
-            raise bad_value("qps_per_connection", q, "1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
+        if not (whole(q) and 1 <= q <= 8):
+            raise bad_value("qps_per_connection", q, "a whole number from 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
+        if not isinstance(self.deterministic, (bool, np.bool_)):
+            raise bad_value("deterministic", self.deterministic, "True or False (HCCL_DETERMINISTIC)")
+        mode = self.expansion_mode
+        if mode is not None and (not isinstance(mode, str) or mode not in EXPANSION_MODES):
+            raise bad_value("expansion_mode", mode, f"one of {', '.join(EXPANSION_MODES)} "
+                            "(HCCL_OP_EXPANSION_MODE, case-sensitive), or None (the topology's)")
+        object.__setattr__(self, "buffer_bytes", int(b))
+        object.__setattr__(self, "qps_per_connection", int(q))
+        object.__setattr__(self, "deterministic", bool(self.deterministic))
 
 
 def level0_algorithm(product: str | None, npus_per_server: int) -> str:
