@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hcsim-installed
 
-.PHONY: demo test test-slow test-testbed bench lint clean
+.PHONY: demo test test-slow test-testbed bench lint clean fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,16 @@ test-testbed: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+
+# Long fuzz campaign (docs/robustness.md): HCSIM_FUZZ_EXAMPLES per test (default 1000, >= 10,000
+# cases in all), a random hypothesis seed unless FUZZ_SEED is set; findings to /tmp/fuzz_findings.md.
+fuzz: $(STAMP)
+	@seed=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; n=$${HCSIM_FUZZ_EXAMPLES:-1000}; \
+	report=$${HCSIM_FUZZ_REPORT:-/tmp/hcsim-fuzz-report.json}; \
+	echo "make fuzz: HCSIM_FUZZ_EXAMPLES=$$n FUZZ_SEED=$$seed"; \
+	HCSIM_FUZZ_EXAMPLES=$$n HCSIM_FUZZ_REPORT=$$report nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider \
+		-m fuzz tests/fuzz --hypothesis-seed=$$seed; status=$$?; \
+	$(BIN)/python tests/fuzz/run.py recheck $$report; exit $$status
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info .pytest_cache .ruff_cache .hypothesis

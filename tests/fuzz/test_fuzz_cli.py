@@ -1,0 +1,35 @@
+"""Fuzz the CLI: hcsim.cli.main(argv) returns 0, or 2 with one 'hcsim: error: ...' line on
+stderr; it never raises, never prints a traceback, never reports an internal error."""
+
+from __future__ import annotations
+
+import shlex
+
+from .harness import fuzz, guarded, run_cli
+from .strategies import OUT_DIR, cli_argv, forbidden_argv, out_path, shrink_argv, write_case_file
+
+
+def materialize(argv, measured):
+    """'@name' -> a file in the case directory; '@measured' -> the mutated measured file."""
+    out = []
+    for a in argv:
+        head, eq, tail = a.partition("=") if a.startswith("--") and "=" in a else ("", "", a)
+        if tail == "@measured":
+            raw, _origin, suffix = measured
+            tail = str(write_case_file(raw, suffix))
+        elif tail == "@dir/":
+            OUT_DIR.mkdir(parents=True, exist_ok=True)
+            tail = str(OUT_DIR) + "/"
+        elif tail.startswith("@") and len(tail) > 1:
+            tail = out_path(tail[1:])
+        out.append(f"{head}{eq}{tail}")
+    return out
+
+
+@fuzz(cli_argv().filter(lambda c: not forbidden_argv(c[0])), weight=2.0, shrink=shrink_argv)
+def test_cli(case):
+    """hcsim sweep/select/hccl-test/topo/algos/validate/calibrate with random flags and values."""
+    argv, measured = case
+    real = materialize(argv, measured)
+    note = f"  # measured file from {measured[1]}" if measured else ""
+    return "hcsim " + shlex.join(real) + note, guarded(run_cli, real)
