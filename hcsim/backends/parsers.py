@@ -198,7 +198,7 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     [[8192.0, 764.55]]
     """
     _check_arguments(text, collective, ranks, algorithm)
-    src = _Source(source)
+    src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
     lines = text.splitlines()
     runs = _hccl_runs(lines, src)
     for (k, (binary, column), number) in runs[1:]:
@@ -234,7 +234,8 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
         raise ConfigError(f"{src.name}: no hccl_test rows found (expected 'data_size(Bytes): | aveg_time(us): ...' "
                           "and rows under it)")
     _need_collective(collective, src, "no 'mpirun -n N ./bin/<op>_test' line")
-    return src.warn(_frame(rows, collective, ranks, algorithm))
+    df = _frame(rows, collective, ranks, algorithm)
+    return df if src is source else src.warn(df)
 
 
 def _nccl_binary(text, collective, src):
@@ -272,7 +273,7 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     _check_arguments(text, collective, ranks, algorithm)
     if not isinstance(in_place, bool):
         raise bad_value("in_place", in_place, "True or False")
-    src = _Source(source)
+    src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
     collective = _nccl_binary(text, collective, src)
     ranks = _nccl_ranks(text, ranks, src)
     header = re.search(r"^#\s+size\s+count\s+type\s+redop\s+(root\s+)?time\b", text, flags=re.M)
@@ -299,7 +300,8 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
         raise ConfigError(f"{src.name}: no nccl-tests rows found (expected '# size count type redop root time ...' "
                           "and rows under it)")
     _need_collective(collective, src, "no '<op>_perf' binary named")
-    return src.warn(_frame(rows, collective, ranks, algorithm))
+    df = _frame(rows, collective, ranks, algorithm)
+    return df if src is source else src.warn(df)
 
 
 def nccl_tests_rows(text: str) -> list[tuple]:
@@ -478,11 +480,11 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None)
                               not 2 <= ranks <= MAX_CALL_RANKS):
         raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
     path, text = _read_text(path)
-    if "data_size(Bytes)" in text:
-        return _only(parse_hccl_test(text, collective, ranks, source=path), path, collective)
-    if "algbw" in text and "busbw" in text and "#wrong" in text or "out-of-place" in text:
-        return _only(parse_nccl_tests(text, collective, ranks, source=path), path, collective)
     src = _Source(path)
+    if "data_size(Bytes)" in text:
+        return src.warn(_only(parse_hccl_test(text, collective, ranks, source=src), path, collective))
+    if "algbw" in text and "busbw" in text and "#wrong" in text or "out-of-place" in text:
+        return src.warn(_only(parse_nccl_tests(text, collective, ranks, source=src), path, collective))
     df = _parse_csv(text, path, collective, src)
     if ranks is not None:
         recorded = sorted({int(k) for k in df["ranks"].dropna()})
