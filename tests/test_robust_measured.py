@@ -215,6 +215,12 @@ def test_files_that_load_keep_the_frame_contract(tmp_path):
     df = load_measured(path)
     assert df["size_bytes"].tolist() == [65536, 8] and df["size_bytes"].dtype == np.int64
     assert df["time_us"].tolist() == [12.5, 30.0] and df["ranks"].tolist()[0] == 8.0 and math.isnan(df["ranks"][1])
+    # line ends: CRLF and old-Mac CR load; lines are numbered at line feeds only, as editors do
+    for end in (b"\r\n", b"\r"):
+        path.write_bytes(end.join([b"op,bytes,time_us", b"allreduce,8,1.5", b""]))
+        assert load_measured(path)["time_us"].tolist() == [1.5]
+    path.write_bytes(b"op,bytes,time_us\r\n# a\x0cnote\r\nallreduce,8,x\r\n")
+    one_line(lambda: load_measured(path), "line 3, column 3 (time_us) = 'x'")
 
 
 # ---- downstream: validate_measured and calibrate ---------------------------------------------

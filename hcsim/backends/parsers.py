@@ -83,6 +83,15 @@ class _Source:
         return df
 
 
+def _lines(text: str) -> list[str]:
+    """The lines as an editor numbers them: split at ``\\n`` (a ``\\r\\n`` ending dropped; ``\\r``
+    alone where the text has no ``\\n``), not at the form feeds and Unicode separators
+    ``str.splitlines`` also takes."""
+    if "\n" not in text:  # old Mac line ends
+        return text.split("\r")
+    return [line.removesuffix("\r") for line in text.split("\n")]
+
+
 def _size(cell: str, where: str) -> int:
     """A size cell: a whole byte count (0 allowed here; the caller leaves zero-byte rows out)."""
     if not _WHOLE.fullmatch(cell):
@@ -199,7 +208,7 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     """
     _check_arguments(text, collective, ranks, algorithm)
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
-    lines = text.splitlines()
+    lines = _lines(text)
     runs = _hccl_runs(lines, src)
     for (k, (binary, column), number) in runs[1:]:
         if (k, binary) != (runs[0][0], runs[0][1][0]):
@@ -279,7 +288,7 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     header = re.search(r"^#\s+size\s+count\s+type\s+redop\s+(root\s+)?time\b", text, flags=re.M)
     fields = (12, 13) if header is None else (13,) if header.group(1) else (12,)
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(_lines(text), 1):
         if line.lstrip().startswith("#"):
             continue
         tokens = [(m.group(), m.start() + 1) for m in _TOKEN.finditer(line)]
@@ -319,7 +328,7 @@ def nccl_tests_rows(text: str) -> list[tuple]:
             raise bad_value(where, cell, "a whole number" if whole else "a finite number")
         return value
 
-    for index, line in enumerate(text.splitlines(), 1):
+    for index, line in enumerate(_lines(text), 1):
         parts = line.split()
         if len(parts) == 13 and _DIGITS.fullmatch(parts[0]):
             def at(i, name, _index=index):
@@ -388,7 +397,7 @@ _NUMERIC_EXTRAS = ("time_us_min", "time_us_max", "algbw_GBps", "busbw_GBps")
 
 def _csv_records(text, src: _Source):
     """(line number, cells) of every CSV record, ``#`` comment and blank lines left out."""
-    kept = [(number, line) for number, line in enumerate(text.splitlines(), 1)
+    kept = [(number, line) for number, line in enumerate(_lines(text), 1)
             if line.strip() and not line.lstrip().startswith("#")]
     reader = csv.reader(line for _, line in kept)
     while True:
