@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import numbers
 from collections.abc import Sequence
@@ -233,6 +234,15 @@ def _is_int(x) -> bool:
     return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
+def check_options(options: dict, exclude=(), where: str = "sweep") -> None:
+    """One line for a keyword :func:`simulate` does not take (or that ``where`` sets itself)."""
+    allowed = [n for n, prm in inspect.signature(simulate).parameters.items()
+               if prm.kind is inspect.Parameter.KEYWORD_ONLY and n not in exclude]
+    for name in options:
+        if name not in allowed:
+            raise bad_value(f"{where}({name}=...)", options[name], "not an option here; options: " + ", ".join(allowed))
+
+
 def check_collective_name(collective) -> str:
     """``collective`` if it names a collective hcsim simulates, else a one-line error."""
     if not isinstance(collective, str):
@@ -437,6 +447,7 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     [1024, 2048, 4096]
     """
     check_collective_name(collective)
+    check_options(kwargs, exclude=("algorithm",), where="sweep")
     topo = load_topology(topology)
     size_list = resolve_sizes(sizes, factor)
     if algorithms is None:

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from .api import check_collective_name, rank_layout, resolve_sizes, simulate
+from .api import check_collective_name, check_options, rank_layout, resolve_sizes, simulate
 from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
 from .topology.io import load_topology
@@ -41,6 +41,7 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     ['mesh', 'mesh', 'mesh']
     """
     check_collective_name(collective)
+    check_options(kwargs, exclude=("algorithm", "ranks", "mode", "hccl_algo", "hccl"), where="select")
     if mode not in ("des", "analytical"):
         raise bad_value("mode", mode, "one of des, analytical")
     if hccl is not None and not isinstance(hccl, HcclConfig):
