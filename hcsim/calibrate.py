@@ -20,12 +20,11 @@ import pandas as pd
 
 from .api import simulate
 from .errors import bad_value, unknown_name
+from .limits import MAX_EVALS
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
 from .validate import measured_ranks, predict_row, row_algorithm
 
-MAX_EVALS = 10_000
-"""Most evaluations of the whole measured set a fit may ask for (each is one simulation per row)."""
 LOG_SCALE_BOUND = 40.0
 """The fit keeps every fitted factor within e^-40..e^40 of where it started (a parameter no
 point constrains cannot drift to an overflow)."""

@@ -529,7 +529,19 @@ def _cmd_algos(a) -> int:
     return 0
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"hcsim: warning: {' '.join(str(message).splitlines())}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        return _main(argv)
+
+
+def _main(argv) -> int:
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error already printed as one line

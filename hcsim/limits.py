@@ -37,3 +37,10 @@ MAX_SWEEP_SIZES = 4096
 MAX_FLOW_UPDATES = 200_000_000
 """Most flow-rate recomputations one event-driven run makes (the engine's work when contention
 spreads the finish times of many concurrent flows) before it stops with a one-line error."""
+
+MAX_MEASURED_BYTES = 16 << 20
+"""Largest measured file read (16 MiB, read in a few seconds; a whole nccl-tests sweep is a few KiB)."""
+
+MAX_EVALS = 10_000
+"""Most evaluations of the whole measured set a calibration fit may ask for (each is one
+simulation per row); a measured set holds at most :data:`MAX_SWEEP_SIZES` rows."""

@@ -34,15 +34,13 @@ import pandas as pd
 from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
 from ..errors import ConfigError, WorkLimitError, bad_value, shown, unknown_name
 from ..hccl.hccl_test import BINARIES
-from ..limits import MAX_CALL_RANKS, MAX_SIZE_BYTES, MAX_SWEEP_SIZES
+from ..limits import MAX_CALL_RANKS, MAX_MEASURED_BYTES, MAX_SIZE_BYTES, MAX_SWEEP_SIZES
 
 NCCL_TESTS = {"all_reduce_perf": "allreduce", "all_gather_perf": "allgather", "reduce_scatter_perf": "reducescatter",
               "broadcast_perf": "broadcast", "reduce_perf": "reduce", "alltoall_perf": "alltoall",
               "sendrecv_perf": "sendrecv", "scatter_perf": "scatter", "gather_perf": "gather"}
 COLUMNS = ["collective", "algorithm", "mode", "ranks", "size_bytes", "time_us", "algbw_GBps", "busbw_GBps"]
 
-MAX_MEASURED_BYTES = 16 << 20
-"""Largest measured file read (16 MiB, read in a few seconds; a whole nccl-tests sweep is a few KiB)."""
 
 SIZE_ALLOWED = f"a whole number of bytes, 0 to {MAX_SIZE_BYTES} (1 PiB), in ASCII digits"
 TIME_ALLOWED = "a time in microseconds, a finite number > 0"
