@@ -427,7 +427,7 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
         keep = [h for h in ("op", "ranks", "bytes", "time_us", "case") if h in names]
     else:
         raise ConfigError(f"measured = {str(path)!r}: CSV needs columns collective,size_bytes,time_us or "
-                          f"op,bytes,time_us (has {', '.join(sorted(names))})")
+                          f"op,bytes,time_us (has {shown(', '.join(sorted(names)))})")
     rename = {"op": "collective", "bytes": "size_bytes"} if coll_col == "op" else {}
     index = {h: i for i, h in enumerate(header) if h}
     rows = []
