@@ -14,6 +14,7 @@ from .harness import (
     COUNTS,
     FINDINGS,
     MEMORY_LIMIT_BYTES,
+    PEAK,
     SLOWEST,
     TIME_LIMIT_S,
     examples,
@@ -57,13 +58,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       + f"  {sum(row.values()):>7}  {len(FINDINGS[test]):>8}  {SLOWEST.get(test, (0, ''))[0]:>9.2f}")
     tr.write_line(f"{'TOTAL':<{width}}  " + "  ".join(f"{total[c]:>9}" for c in CLASSES)
                   + f"  {sum(total.values()):>7}  {sum(len(f) for f in FINDINGS.values()):>8}")
+    tr.write_line(f"peak process memory seen before a case: VmSize {PEAK['vmsize'] / 2**30:.2f} GiB, "
+                  f"RSS {PEAK['rss'] / 2**30:.2f} GiB")
     path = os.environ.get("HCSIM_FUZZ_REPORT")
     if path:
         with open(path, "w") as fh:
             json.dump({"seed": seed, "examples_per_test": examples(), "randomized": long_run(),
                        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(_START)),
                        "seconds": round(time.time() - _START, 1),
-                       "counts": {t: dict(c) for t, c in COUNTS.items()},
+                       "counts": {t: dict(c) for t, c in COUNTS.items()}, "peak_memory": dict(PEAK),
                        "slowest": {t: {"seconds": round(s, 3), "repro": r} for t, (s, r) in SLOWEST.items()},
                        "findings": {t: list(f.values()) for t, f in FINDINGS.items()}}, fh, indent=1)
         tr.write_line(f"report written to {path}")

@@ -111,6 +111,8 @@ def markdown(known: dict, now: str) -> str:
             where = f" at `{e['where']}`" if e.get("where") else ""
             lines.append(f"- **{status}** [{e['test']}] {e['detail'][:300]}{where}")
             lines.append(f"  - repro: `{e['repro'][:600]}`")
+            if e.get("note"):
+                lines.append(f"  - note: {e['note']}")
             if status == "FIXED":
                 lines.append(f"  - fixed: seen by re-check at {e.get('fixed_at', '?')}; now {e.get('now', '')[:200]}")
             else:

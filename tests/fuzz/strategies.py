@@ -863,6 +863,24 @@ _BUILDER_HOSTILE = [0, 1, -1, 2**31, 2**63, 10**9, 10**7, 10**5, 131073, 5000, 2
                     Expr(range(2, 4), "range(2, 4)"), Fresh("iter([2, 2])"), "npu0", b"x", {}, object]
 
 
+@functools.cache
+def _builder_keywords(fn: str) -> list:
+    """Keywords a builder takes: its own parameters and, when it forwards **npu_kwargs, the
+    NpuSpec fields it does not set itself (an unknown keyword is Python's own TypeError)."""
+    import dataclasses
+    import inspect
+
+    from hcsim.topology import ascend, builders
+    from hcsim.topology.spec import NpuSpec
+
+    mod, name = fn.split(".")
+    sig = inspect.signature(getattr({"builders": builders, "ascend": ascend}[mod], name))
+    out = [k for k, p in sig.parameters.items() if p.kind is not p.VAR_KEYWORD]
+    if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+        out += [f.name for f in dataclasses.fields(NpuSpec) if f.name not in ("server", "pod", "local_index")]
+    return sorted(out)
+
+
 @st.composite
 def builder_call(draw):
     """A topology builder call (generic or Ascend), valid and small, then odd arguments."""
@@ -871,17 +889,13 @@ def builder_call(draw):
     args = [draw(_BUILDER_VALID[a]) for a in names]
     kw = {k: draw(s) for k, s in _BUILDER_KW[fn].items() if draw(st.booleans())}
     for _ in range(draw(st.integers(0, 3))):
-        slots = list(range(len(args))) + sorted(set(_BUILDER_KW[fn]) | {"tier", "reduce_Bps", "half_duplex",
-                                                                        "ejection_Bps", "latency_s", "bandwidth_Bps"})
+        slots = list(range(len(args))) + _builder_keywords(fn)
         slot = draw(st.sampled_from(slots))
         value = draw(st.one_of(st.sampled_from(_BUILDER_HOSTILE), st.integers(-3, 12), st.floats()))
         if isinstance(slot, int):
             args[slot] = value
         elif slot in names:
             args[names.index(slot)] = value
-        elif fn.startswith("ascend.") and slot in ("latency_s", "bandwidth_Bps", "tier", "half_duplex",
-                                                   "ejection_Bps"):
-            continue  # not parameters of the Ascend builders (their names differ): TypeError is Python's own
         else:
             kw[slot] = value
     return Call(f"hcsim.topology.{fn}", args, kw)

@@ -32,4 +32,6 @@ def test_cli(case):
     argv, measured = case
     real = materialize(argv, measured)
     note = f"  # measured file from {measured[1]}" if measured else ""
-    return "hcsim " + shlex.join(real) + note, guarded(run_cli, real)
+    printable = all(a.isprintable() and a.isascii() for a in real)
+    repro = "hcsim " + shlex.join(real) if printable else f"hcsim.cli.main({real!r})"
+    return repro + note, guarded(run_cli, real)
