@@ -28,6 +28,10 @@ def _digits(text: str) -> bool:
     return text.isascii() and text.isdigit() and len(text) <= 18
 
 
+PLOT_FORMATS = (".png", ".pdf", ".svg")
+"""What --plot and --draw write (by the file's suffix)."""
+
+
 def _writable(path, flag: str) -> None:
     """Fail before a long run, not after it, when an output file cannot be written."""
     import os
@@ -43,13 +47,16 @@ def _writable(path, flag: str) -> None:
         raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise HcsimError(f"{flag} = {str(path)!r}: not writable")
+    if flag in ("--plot", "--draw") and target.suffix.lower() not in PLOT_FORMATS:
+        raise HcsimError(f"{flag} = {str(path)!r}: a picture file ending " + ", ".join(PLOT_FORMATS))
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse with hcsim's one-line errors (``hcsim: error: ...``, exit status 2)."""
 
     def error(self, message):
-        self.exit(2, f"hcsim: error: {self.prog.removeprefix('hcsim ')}: {message}\n")
+        text = " ".join(f"{self.prog.removeprefix('hcsim ')}: {message}".split())
+        self.exit(2, f"hcsim: error: {text}\n")
 
 
 def _parser() -> argparse.ArgumentParser:
