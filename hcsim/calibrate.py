@@ -20,7 +20,7 @@ import pandas as pd
 
 from .api import simulate
 from .errors import bad_value, unknown_name
-from .limits import MAX_EVALS
+from .limits import MAX_CALIBRATION_SIMULATIONS, MAX_EVALS
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
 from .validate import measured_ranks, predict_row, row_algorithm
@@ -86,7 +86,7 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 
 
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
-              source: str | None = None):
+              source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -108,6 +108,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         it (hcsim's measured CSVs do), else HCCL's choice.
     max_evals : int
         Evaluations of the whole measured set the optimiser may use.
+    max_simulations : int
+        Work bound: the optimiser stops after this many simulated points in all (evaluations
+        x points; :data:`hcsim.limits.MAX_CALIBRATION_SIMULATIONS`, a few seconds for an
+        8-NPU server); the report's ``evaluation_limit`` says which bound applied.
     source : str, optional
         Where the measurements came from (a file name), kept in the provenance.
 
@@ -135,6 +139,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     check_measured(measured, "calibrate on")
     if isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Integral) or not 1 <= max_evals <= MAX_EVALS:
         raise bad_value("max_evals", max_evals, f"a whole number from 1 to {MAX_EVALS}")
+    if isinstance(max_simulations, bool) or not isinstance(max_simulations, numbers.Integral) or max_simulations < 1:
+        raise bad_value("max_simulations", max_simulations, "a whole number >= 1")
     if source is not None and not isinstance(source, str):
         raise bad_value("source", source, "a str (where the measurements came from), or None")
     topo = load_topology(topology)
@@ -175,7 +181,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
 
     x0 = np.zeros(len(used) + 2)
     before = predict(build(x0))
-    x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), max_evals)
+    limit = min(max_evals, max(1, max_simulations // len(points)))
+    x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
     after = predict(build(x))
     scale, step, f = unpack(x)
     fitted = build(x)
@@ -189,7 +196,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
               "rms_log_error_after": float(np.sqrt(np.mean(after ** 2))),
               "residuals": [{"collective": c, "algorithm": a, "size_bytes": n, "measured_us": t,
                              "log_error": float(e)} for (c, n, t, _, a), e in zip(points, after, strict=True)],
-              "evaluations": evals, "algorithm": algorithm,
+              "evaluations": evals, "evaluation_limit": limit, "algorithm": algorithm,
               "date": _dt.date.today().isoformat(), "method": "least squares on log(time), Nelder-Mead"}
     fitted.provenance = {**topo.provenance, "calibration_from_measured": report}
     return fitted, report

@@ -499,7 +499,7 @@ def _cmd_calibrate(a) -> int:
     print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}{unused}; step overhead "
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
     print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
-          f"({rep['evaluations']} evaluations)")
+          f"({rep['evaluations']} evaluations of at most {rep['evaluation_limit']})")
     print(f"# written to {save_topology(fitted, a.out)}")
     return 0
 
