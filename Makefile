@@ -32,10 +32,10 @@ test-testbed: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
 
-# Long fuzz campaign (docs/robustness.md): HCSIM_FUZZ_EXAMPLES per test (default 1000, >= 10,000
+# Long fuzz campaign (docs/robustness.md): HCSIM_FUZZ_EXAMPLES per test (default 800, >= 10,000
 # cases in all), a random hypothesis seed unless FUZZ_SEED is set; findings to /tmp/fuzz_findings.md.
 fuzz: $(STAMP)
-	@seed=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; n=$${HCSIM_FUZZ_EXAMPLES:-1000}; \
+	@seed=$${FUZZ_SEED:-$$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}; n=$${HCSIM_FUZZ_EXAMPLES:-800}; \
 	report=$${HCSIM_FUZZ_REPORT:-/tmp/hcsim-fuzz-report.json}; \
 	echo "make fuzz: HCSIM_FUZZ_EXAMPLES=$$n FUZZ_SEED=$$seed"; \
 	HCSIM_FUZZ_EXAMPLES=$$n HCSIM_FUZZ_REPORT=$$report nice -n 10 $(BIN)/python -m pytest -q -p no:cacheprovider \

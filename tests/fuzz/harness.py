@@ -115,6 +115,14 @@ def _hcsim_frame(exc: BaseException) -> str:
     return f"{path[i + 1:] if i >= 0 else os.path.basename(path)}:{f.lineno} {f.name}"
 
 
+def _hcsim_path(exc: BaseException, depth: int = 3) -> str:
+    """The outermost ``depth`` hcsim functions on the traceback (where a hang was, stably:
+    the innermost frame depends on when the alarm fired)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f"{os.sep}hcsim{os.sep}" in f.filename and f"{os.sep}tests{os.sep}" not in f.filename]
+    return " > ".join(f"{os.path.basename(f.filename)}:{f.name}" for f in frames[:depth])
+
+
 def _one_line(text: str) -> bool:
     return bool(text.strip()) and "\n" not in text and "\r" not in text
 
@@ -169,9 +177,9 @@ def guarded(fn, *args, timeout: float = TIME_LIMIT_S, **kwargs) -> Outcome:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    except Hang:
+    except Hang as exc:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        outcome = Outcome("hang", f"did not finish in {timeout:g} s")
+        outcome = Outcome("hang", f"did not finish in {timeout:g} s", _hcsim_path(exc))
     except Violation as exc:
         outcome = Outcome("invariant", " ".join(str(exc).splitlines())[:300])
     except HcsimError as exc:

@@ -816,7 +816,7 @@ def topology_doc(draw):
                                     b"name: x\r\nbuilder: ring\r\nparams: {n: 3, bandwidth_GBps: 1}\r\n",
                                     b"\xef\xbb\xbfname: x\nbuilder: ring\nparams: {n: 3, bandwidth_GBps: 1}\n",
                                     "name: x\nbuilder: ring\nparams: {n: 3, bandwidth_GBps: 1}\n".encode("utf-16")]))
-        desc = ["fixed text"]
+        origin, desc = "fixed text", [repr(raw[:60])]
     if tmode == 3:
         raw = raw.replace(b": ", b":", 1)
         desc.append("': ' -> ':' once")
