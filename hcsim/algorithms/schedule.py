@@ -8,7 +8,9 @@ verifier follows chunks; the engine only reads ranks, bytes and the reduce flag)
 Execution rule: a rank enters step k once every transfer of step k-1 it takes part in has
 finished; a transfer starts when both its ranks have entered its step (per-rank
 synchronisation, like HCCL's notify handshakes, not a global barrier). Sends read the data
-their rank held when it entered the step.
+their rank held when it entered the step. A schedule may list *barriers*: step indices k
+before which every rank waits until all ranks have finished every step before k (HCCL's
+CCL-buffer loops: each loop is a complete collective on its piece, see ``hccl/buffer.py``).
 """
 
 from __future__ import annotations
@@ -173,6 +175,10 @@ class Schedule:
     chunk_owner: np.ndarray | None = None
     """Block each chunk belongs to (rank for per-rank collectives, i*p+j for alltoall), when
     chunks are not laid out block-major (e.g. CCL-buffer loops); None: block-major."""
+    barriers: tuple = ()
+    """Step indices k (0 < k < len(steps), increasing) before which all ranks synchronise: no
+    rank enters step k before every rank has finished steps 0..k-1 (it costs no time by
+    itself). CCL-buffer loops put one before each loop after the first."""
 
     @property
     def p(self) -> int:
@@ -245,3 +251,14 @@ def check_structure(schedule: Schedule) -> None:
             raise ScheduleError(f"step {k} transfer {i}: source and destination are both rank {int(step.src[i])}")
         if (step.nbytes < 0).any():
             raise ScheduleError(f"step {k}: negative byte count")
+    check_barriers(schedule)
+
+
+def check_barriers(schedule: Schedule) -> None:
+    """Barriers must be increasing step indices strictly inside the schedule."""
+    b = schedule.barriers
+    n = len(schedule.steps)
+    if not isinstance(b, tuple) or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in b):
+        raise ScheduleError(f"schedule.barriers = {b!r}: a tuple of step indices")
+    if any(not 0 < k < n for k in b) or any(x >= y for x, y in zip(b[:-1], b[1:], strict=True)):
+        raise ScheduleError(f"schedule.barriers = {b!r}: increasing step indices from 1 to {n - 1}")

@@ -15,6 +15,14 @@ Life of a transfer of step k from rank s to rank d:
 3. *complete* = drained, or, if it reduces and its links cannot reduce inline, when d's
    reduction unit (one per NPU, first come first served) has reduced its bytes.
 
+A schedule's barriers (:attr:`Schedule.barriers`, CCL-buffer loops) hold every rank that
+reaches one until all ranks have; the last arrival releases them all at that instant.
+
+:meth:`FlowSimulator.contention_free_time` evaluates the same schedule without the flow
+model: every transfer drains at its path's bottleneck as if it were alone. Since contention
+only ever lowers a flow's rate, that time is a lower bound of :meth:`FlowSimulator.run`, and
+equal to it when no two concurrent transfers share a resource.
+
 Flows live in a slot table (arrays indexed by slot, a stack of free slots), so an instant
 costs work in proportion to the flows that change plus two vectorised scans, and rates
 are recomputed in full only when a changed flow shares a resource with another flow;
@@ -94,6 +102,32 @@ def _csr_rows(ptr: np.ndarray, rows: np.ndarray):
         return np.zeros(0, dtype=np.int64), counts
     offs = np.repeat(starts - (np.cumsum(counts) - counts), counts)
     return np.arange(total, dtype=np.int64) + offs, counts
+
+
+def _shared_drain(pair: np.ndarray, start: np.ndarray, nbytes: np.ndarray, bw: np.ndarray) -> np.ndarray:
+    """Drain time of each transfer of a step when only transfers of the same rank pair that
+    start together share their route: they take equal shares of it (max-min on identical
+    routes), so the i-th smallest of m ends after (sum of the i-1 smaller + (m-i+1) x its
+    bytes) / bandwidth. Zero-byte transfers take no time."""
+    moving = nbytes > 0
+    alone = np.where(moving, nbytes / np.where(moving, bw, 1.0), 0.0)
+    if pair.size < 2:
+        return alone
+    order = np.lexsort((nbytes, start, pair))
+    key_p, key_t = pair[order], start[order]
+    first = np.concatenate([[True], (key_p[1:] != key_p[:-1]) | (key_t[1:] != key_t[:-1])])
+    if first.all():
+        return alone
+    group = np.cumsum(first) - 1
+    size = np.bincount(group)
+    head = np.flatnonzero(first)
+    s = nbytes[order]
+    csum = np.cumsum(s)
+    before = csum - s - (csum - s)[head][group]  # bytes of the smaller ones in the group
+    rank_in = np.arange(s.size) - head[group]
+    out = np.empty_like(alone)
+    out[order] = np.where(s > 0, (before + (size[group] - rank_in) * s) / np.where(s > 0, bw[order], 1.0), 0.0)
+    return out
 
 
 @dataclass(frozen=True)
@@ -204,6 +238,7 @@ class FlowSimulator:
         self.step_ready_s = np.full(self.n_steps, np.inf)
         self.step_end_s = np.full(self.n_steps, -np.inf)
         self.step_count = np.zeros(self.n_steps, dtype=np.int64)
+        self.barriers = {int(k): 0 for k in getattr(schedule, "barriers", ())}  # step -> ranks arrived
         self.next_gid = 0
         self._route_cache = None
         regimes = config.message_regimes
@@ -231,6 +266,64 @@ class FlowSimulator:
         proc = env.process(self.process(env))
         env.run(until=proc)
         return proc.value
+
+    def contention_free_time(self) -> float:
+        """The schedule's time if every transfer ran alone on its path (seconds).
+
+        The same execution rule, barriers, per-step overhead, path latencies, message regimes
+        and reduction units (first come first served, ties by transfer index) as :meth:`run`,
+        but each transfer drains at its route's bottleneck bandwidth instead of a max-min
+        share. Contention only ever lowers a rate, so this is a lower bound of :meth:`run`'s
+        time, and equal to it (to the engine's 1e-12 event merging) when no two concurrent
+        transfers share a resource. One pass over the steps, no event queue; it does not
+        change the simulator's state that :meth:`run` uses.
+        """
+        cfg = self.cfg
+        enter = np.full(self.p, float(cfg.launch_overhead_s))
+        lone: dict[tuple, float] = {}
+        for k in range(self.n_steps):
+            if k in self.barriers:
+                enter[:] = enter.max()
+            step = self.schedule.steps[k]
+            if not len(step):
+                continue
+            st = _StepState(k, step, self._routing(step), 0, False, self.reduce_Bps, self._regimes,
+                            None if self._new_peer is None else self._new_peer[k])
+            r = st.route
+            bw = (self._path_bw[r.sub_path] if r.single
+                  else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
+                                 for i in range(st.n)]))
+            start = np.maximum(enter[st.src], enter[st.dst]) + cfg.step_overhead_s + r.lat
+            if st.extra_s is not None:
+                start = start + st.extra_s
+            arrive = start + _shared_drain(st.src * self.p + st.dst, start, st.charged, bw)
+            done = arrive
+            if st.any_reduce:
+                done = arrive.copy()
+                q = np.flatnonzero(st.reduce_s > 0)
+                order = q[np.lexsort((q, arrive[q], st.dst[q]))]  # per destination, first come first served
+                free: dict[int, float] = {}
+                for i in order.tolist():
+                    d = int(st.dst[i])
+                    done[i] = max(free.get(d, -math.inf), arrive[i]) + st.reduce_s[i]
+                    free[d] = done[i]
+            nxt = enter.copy()
+            np.maximum.at(nxt, st.src, done)
+            np.maximum.at(nxt, st.dst, done)
+            enter = nxt
+        return float(enter.max())
+
+    def _lone_bandwidth(self, paths: np.ndarray, cache: dict) -> float:
+        """Rate of one transfer split evenly over ``paths`` with nothing else running."""
+        key = tuple(paths.tolist())
+        bw = cache.get(key)
+        if bw is None:
+            mat = self._path_mat[paths]
+            flow = np.broadcast_to(np.arange(len(paths))[:, None], mat.shape)
+            real = mat != self.pad
+            rates = max_min_rates(flow[real], mat[real], self.capacity, len(paths))
+            bw = cache[key] = float(len(paths) * rates.min())
+        return bw
 
     def process(self, env: simpy.Environment):
         """SimPy process: drives the schedule; its value is the time it took (s)."""
@@ -318,6 +411,16 @@ class FlowSimulator:
                 self.cur_step[ranks] = self.n_steps
                 self.finish_s[ranks] = now
                 return
+            if k in self.barriers:  # wait here until every rank has finished the steps before k
+                self.cur_step[ranks] = k
+                self.outstanding[ranks] = 0
+                arrived = self.barriers.pop(k) + ranks.size
+                if arrived < self.p:
+                    self.barriers[k] = arrived
+                    return
+                if self.cfg.record:  # everyone was gated by the last rank to arrive
+                    self.rank_gate[:] = self.rank_gate[ranks[0]]
+                ranks = np.arange(self.p)
             st = self._state(k)
             self.cur_step[ranks] = k
             deg = st.route.deg[ranks]

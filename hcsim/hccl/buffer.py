@@ -1,6 +1,21 @@
 """The CCL buffer: HCCL moves data through a fixed-size buffer (HCCL_BUFFSIZE, default
 200 MB), so a larger collective runs as several back-to-back collectives on pieces of at
-most the buffer size (FACTS.md s2)."""
+most the buffer size (FACTS.md s2).
+
+How HCCL runs the loops (hcomm ``coll_executor/*/coll_*_executor.cc``, ``RunLoop`` and
+``RunLoopInner``; hccl ``src/ops/*/..._executor*.cc``, ``RunLoop`` / ``OrchestrateLoop``): a
+plain loop over the pieces on each rank's own stream; each iteration copies the piece from
+the user buffer into the CCL buffer, runs the whole algorithm template on it (``KernelRun``),
+copies the result back and launches the tasks. Nothing is sliced or pipelined across loops:
+a rank begins loop i+1 only after its own loop i, and the templates synchronise with their
+peers by notify handshakes at every step and (ring, mesh, NHR, NB) by a closing
+``ExecuteBarrier`` with them. hcsim models each loop as a complete collective followed by a
+barrier of all ranks (:attr:`Schedule.barriers`): for the symmetric collectives, whose ranks
+end a loop together, this is what the handshakes amount to; for rooted chain-like ones it
+leaves out the little overlap HCCL's neighbour-only handshakes allow. Both modes then cost a
+call at launch + the sum of its pieces, and splitting never makes a call faster. The local
+copies and the handshakes' own notify latency are not modelled (neither are they for one
+piece)."""
 
 from __future__ import annotations
 
@@ -28,23 +43,28 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int) -> Sche
     """``spec``'s schedule for ``args`` run piece by piece through a buffer of ``buffer_bytes``.
 
     Chunks are laid out piece-major; :attr:`Schedule.chunk_owner` tells the verifier which
-    rank's (or which alltoall block's) data each chunk is.
+    rank's (or which alltoall block's) data each chunk is. Every piece after the first starts
+    behind a barrier of all ranks (:attr:`Schedule.barriers`; see the module docs).
     """
     sizes = piece_sizes(args, buffer_bytes)
     if len(sizes) == 1:
         return run_builder(spec, args)
     cache: dict[int, Schedule] = {}
-    steps, chunk_bytes, owners = [], [], []
+    steps, chunk_bytes, owners, barriers = [], [], [], []
     offset = 0
     for size in sizes:
         sub = cache.get(size)
         if sub is None:
             sub = cache[size] = run_builder(spec, make_args(args.collective, args.p, size, args.root, args.servers,
                                                             args.pods))
+        if steps and sub.steps:
+            barriers.append(len(steps))
+        barriers.extend(len(steps) + k for k in sub.barriers)
         for st in sub.steps:
             steps.append(make_step(st.src, st.dst, st.nbytes, st.reduce, st.chunk_lo + offset, st.chunk_hi + offset))
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
         offset += sub.num_chunks
     return Schedule(args, offset, steps, np.concatenate(chunk_bytes), spec.name,
-                    {"buffer_loops": len(sizes)}, chunk_owner=np.concatenate(owners))
+                    {"buffer_loops": len(sizes)}, chunk_owner=np.concatenate(owners),
+                    barriers=tuple(b for b in barriers if b < len(steps)))
