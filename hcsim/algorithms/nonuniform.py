@@ -17,7 +17,8 @@ With S(s) = floor((p - 1 + 2^s) / 2^(s+1)) (blocks moved at step s), ranks mod p
 Sources: hcomm src/algorithm/base/alg_template/temp_*/{reduce_scatter,all_gather,all_reduce,
 scatter,broadcast}_{nhr,nb}.cc (read through a same-layout mirror of hicann/hcomm);
 costs from hicann/hccl docs coll_algo_intro NHR.md and NB.md (FACTS.md s1):
-RS T a + ((p-1)/p) n (beta + gamma); AG and Scatter T a + ((p-1)/p) n beta;
+RS T a + ((p-1)/p) n (beta + gamma); AG and Scatter T a + ((p-1)/p) n beta (Scatter exact
+at every size by :func:`cost_scatter`);
 AR 2T a + 2((p-1)/p) n beta + ((p-1)/p) n gamma; Bcast 2T a + 2((p-1)/p) n beta.
 Each block is a separate transfer here (HCCL reorders memory so a step's blocks are
 contiguous); transfers to one peer in one step share its link, so the time is the same.
@@ -123,6 +124,35 @@ def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     return log2_ceil(p) * m.alpha_s + (p - 1) / p * args.nbytes * m.beta_s_per_B
 
 
+def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma, kind: str = "nhr") -> float:
+    """Binomial scatter, exact at every size (T a + ((p-1)/p) n beta when p divides n).
+
+    A rank at distance x from the root that holds data at step s sends its child x + 2^s the
+    blocks at distances x + 2^s + i 2^(s+1), then both go on: G(x, s) = a + V(x, s) beta +
+    max(G(x, s+1), G(x + 2^s, s+1)), or G(x, s+1) when x has no child at step s; the time is
+    G(0, 0). With blocks of unequal size (n not a multiple of p) the slowest path need not be
+    the root's. ``kind``: NHR counts distances downwards from the root, NB upwards.
+    """
+    p = args.p
+    if not float(args.nbytes).is_integer():  # a fractional share inside a hierarchical cost
+        return cost_allgather(args, m)
+    return _binomial_time(p, args, -1 if kind == "nhr" else 1, m)
+
+
+def _binomial_time(p: int, args: CollectiveArgs, sign: int, m: AlphaBetaGamma) -> float:
+    by_distance = block_bytes(args)[(args.root + sign * np.arange(p)) % p].astype(float)
+    g = np.zeros(p)
+    for s in reversed(range(log2_ceil(p))):
+        half = 1 << s
+        senders = min(half, p - half)
+        padded = np.zeros(-(-p // (2 * half)) * 2 * half)
+        padded[:p] = by_distance
+        volume = padded.reshape(-1, 2 * half).sum(axis=0)[half:half + senders]
+        d = np.arange(senders)
+        g[d] = m.alpha_s + volume * m.beta_s_per_B + np.maximum(g[d], g[d + half])
+    return float(g[0])
+
+
 def cost_allreduce(args, m):
     return cost_reducescatter(args, m) + cost_allgather(args, m)
 
@@ -137,7 +167,7 @@ for _kind in ("nhr", "nb"):
             ("reducescatter", cost_reducescatter, "ceil(log2 p) steps, halving volumes, any p"),
             ("allgather", cost_allgather, "ceil(log2 p) steps, doubling volumes, any p"),
             ("allreduce", cost_allreduce, "reduce-scatter then allgather, 2 ceil(log2 p) steps"),
-            ("scatter", cost_allgather, "binomial scatter, ceil(log2 p) steps"),
+            ("scatter", (lambda k: (lambda a, m: cost_scatter(a, m, k)))(_kind), "binomial scatter, ceil(log2 p) steps"),
             ("broadcast", cost_broadcast, "scatter then allgather, 2 ceil(log2 p) steps")):
         register(AlgorithmSpec(_kind, _coll, (lambda k: (lambda a: _build(a, k)))(_kind), _cost,
                                f"{_name}: {_what}", SOURCE[_kind]))

@@ -8,6 +8,11 @@ Costs (HCCL docs coll_algo_intro, FACTS.md section 1; b = n/p):
 RS (p-1)(a + b(beta+gamma)); AG (p-1)(a + b beta); AR the sum;
 Bcast (p-1)(a + n beta); Reduce (p-1)(a + n(beta+gamma)); Scatter and Gather (pipelined
 chain) (p-1)(a + b beta); SendRecv a + n beta.
+
+Scatter and Gather are exact at every size: with n = q p + e the first e ranks' blocks are
+one byte larger, and the chain ends when the largest such block the farthest from the root
+(d* hops) has travelled, so the time is (p-1)(a + q beta) + d* beta (see
+:func:`cost_scatter`).
 """
 
 from __future__ import annotations
@@ -92,6 +97,22 @@ def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     return (p - 1) * (m.alpha_s + b * m.beta_s_per_B)
 
 
+def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+    """Pipelined chain scatter (and gather, the same run backwards), exact at every size.
+
+    Every path through the chain's steps takes one transfer per step (p-1 in all), and a
+    step's transfer carries the block of one destination; a path can only reach the block
+    for the rank d hops from the root at step p-1-d, so it carries at most d large blocks.
+    The slowest path follows the root's sends, then the largest block that goes farthest.
+    """
+    p = args.p
+    if not float(args.nbytes).is_integer():  # a fractional share inside a hierarchical cost
+        return cost_allgather(args, m)
+    q, e = divmod(int(args.nbytes), p)
+    big = [d for d in range(1, p) if (args.root + d) % p < e]
+    return (p - 1) * (m.alpha_s + q * m.beta_s_per_B) + (max(big) if big else 0) * m.beta_s_per_B
+
+
 def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     p, b = args.p, args.nbytes / args.p
     return (p - 1) * (m.alpha_s + b * (m.beta_s_per_B + m.gamma_s_per_B))
@@ -124,9 +145,9 @@ register(AlgorithmSpec("ring", "broadcast", lambda a: _chain(a, False), cost_bro
 register(AlgorithmSpec("ring", "reduce", lambda a: _chain(a, True), cost_reduce,
                        "the whole buffer along the chain root+1 -> ... -> root, reduced at each hop",
                        SOURCE))
-register(AlgorithmSpec("ring", "scatter", lambda a: _ring_scatter(a, False), cost_allgather,
+register(AlgorithmSpec("ring", "scatter", lambda a: _ring_scatter(a, False), cost_scatter,
                        "chain from the root, farthest block first, p-1 pipelined steps", SOURCE))
-register(AlgorithmSpec("ring", "gather", lambda a: _ring_scatter(a, True), cost_allgather,
+register(AlgorithmSpec("ring", "gather", lambda a: _ring_scatter(a, True), cost_scatter,
                        "chain into the root, p-1 pipelined steps (scatter run backwards)", SOURCE))
 register(AlgorithmSpec("ring", "sendrecv", _sendrecv, cost_sendrecv,
                        "every rank sends its buffer to rank+1 (nccl-tests sendrecv_perf)",

@@ -5,7 +5,8 @@ reduces the p-1 buffers one after another; Scatter: the root sends rank r its bl
 every rank sends its block to the root.
 
 Costs (HCCL docs coll_algo_intro Star, FACTS.md s1; b = n/p): Bcast a + n beta;
-Reduce a + n beta + (p-1) n gamma; Scatter and Gather a + b beta.
+Reduce a + n beta + (p-1) n gamma; Scatter and Gather a + b beta, where b is the largest
+block a non-root rank gets (n/p rounded up, unless only the root's block is the larger one).
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ def cost_reduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
 
 
 def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-    return m.alpha_s + args.nbytes / args.p * m.beta_s_per_B
+    p = args.p
+    if not float(args.nbytes).is_integer():  # a fractional share inside a hierarchical cost
+        return m.alpha_s + args.nbytes / p * m.beta_s_per_B
+    q, e = divmod(int(args.nbytes), p)  # the first e ranks' blocks hold q + 1 bytes
+    larger = e >= 2 or (e == 1 and args.root != 0)
+    return m.alpha_s + (q + larger) * m.beta_s_per_B
 
 
 for _coll, _cost, _what in (
