@@ -22,21 +22,38 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.registry import AlgorithmSpec, make_args, run_builder
-from ..algorithms.schedule import CollectiveArgs, Schedule, make_step
+from ..algorithms.schedule import PER_RANK_BLOCKS, CollectiveArgs, Schedule, make_step
 from ..verify import _owner
 
 
-def loop_count(nbytes: int, buffer_bytes: int) -> int:
-    """How many buffer-sized pieces a collective of ``nbytes`` runs in."""
-    return max(1, -(-int(nbytes) // int(buffer_bytes)))
+def piece_bytes(args: CollectiveArgs, buffer_bytes: int) -> int:
+    """Size (nccl-tests convention) of one full CCL-buffer piece of ``args``'s collective.
+
+    Collectives whose data is a block per rank (allgather, reducescatter, scatter, gather,
+    sendrecv) and alltoall (a block per peer) loop over a per-rank count, as HCCL's
+    ``maxCountPerLoop`` = buffer / ranks does: a full piece is the largest multiple of p that
+    fits the buffer (p bytes, one per rank, if even that does not fit); the others fill it.
+    """
+    buffer_bytes = int(buffer_bytes)
+    if args.collective in PER_RANK_BLOCKS or args.collective == "alltoall":
+        return max(args.p, buffer_bytes - buffer_bytes % args.p)
+    return buffer_bytes
+
+
+def loop_count(nbytes: int, buffer_bytes: int, args: CollectiveArgs | None = None) -> int:
+    """How many buffer-sized pieces a collective of ``nbytes`` runs in (``args``: the call, for
+    collectives that loop over a per-rank count; see :func:`piece_bytes`)."""
+    piece = piece_bytes(args, buffer_bytes) if args is not None else int(buffer_bytes)
+    return max(1, -(-int(nbytes) // piece))
 
 
 def piece_sizes(args: CollectiveArgs, buffer_bytes: int) -> list[int]:
-    """Sizes (nccl-tests convention) of the back-to-back pieces: full buffers, then the rest."""
+    """Sizes (nccl-tests convention) of the back-to-back pieces: full pieces, then the rest."""
     if args.collective == "alltoallv":
         return [args.nbytes]  # HCCL moves alltoallv's matrix in one pass here (not modelled)
-    full, rest = divmod(int(args.nbytes), int(buffer_bytes))
-    return [int(buffer_bytes)] * full + ([rest] if rest else [])
+    piece = piece_bytes(args, buffer_bytes)
+    full, rest = divmod(int(args.nbytes), piece)
+    return [piece] * full + ([rest] if rest else [])
 
 
 def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int) -> Schedule:
