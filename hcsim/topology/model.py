@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import math
+import itertools
 from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
 
 from ..engine.regimes import MessageRegimes
-from ..errors import TopologyError, bad_value
+from ..errors import TopologyError, WorkLimitError, bad_value
+from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
 from .routing import MAX_PATHS, all_shortest_paths, ecmp_index
-from .spec import NODE_KINDS, LinkSpec, NpuSpec
+from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
 
 PRODUCTS = ("910A", "910B", "910_93")
 """Ascend products (HCCL's names; 910_93 is A3). HCCL's selection rules depend on it."""
@@ -23,9 +24,22 @@ ROUTING_POLICIES = ("ecmp", "spray")
 """``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
 
 
+def _pairs(field_name: str, value, width: int, what: str) -> tuple:
+    """``value`` as a tuple of ``width``-tuples (a list of lists from a file, a dict of pairs)."""
+    if isinstance(value, dict) and width == 2:
+        value = tuple(value.items())
+    if not isinstance(value, (tuple, list)) or not all(
+            isinstance(item, (tuple, list)) and len(item) == width for item in value):
+        raise bad_value(field_name, value, what)
+    return tuple(tuple(item) for item in value)
+
+
 @dataclass(frozen=True)
 class ExecutionDefaults:
     """Collective execution costs a topology carries (a simulate() call may override them).
+
+    Every field is checked for its type and range when the defaults are made (seconds from 0
+    to :data:`~hcsim.topology.spec.MAX_TIME_s`); sequences are stored as tuples.
 
     Attributes
     ----------
@@ -34,6 +48,11 @@ class ExecutionDefaults:
         record/wait) and task launch cost.
     launch_overhead_s : float
         Added once per collective before its first step (host or device launch).
+
+    Examples
+    --------
+    >>> ExecutionDefaults(1e-6, 30e-6, (("allreduce", 40e-6),)).launch_for("allreduce")
+    4e-05
     """
 
     step_overhead_s: float = 0.0
@@ -50,11 +69,30 @@ class ExecutionDefaults:
     mode only (:class:`~hcsim.engine.regimes.MessageRegimes`)."""
 
     def __post_init__(self):
-        pairs = [(n, getattr(self, n)) for n in ("step_overhead_s", "launch_overhead_s")]
-        pairs += [(f"launch_overhead_by_collective_s[{c}]", v) for c, v in self.launch_overhead_by_collective_s]
-        for name, v in pairs:
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise bad_value(name, v, "a finite number of seconds >= 0")
+        from ..algorithms.schedule import COLLECTIVES  # lazily: algorithms sit below topology
+
+        def put(name, value):
+            object.__setattr__(self, name, value)
+
+        put("step_overhead_s", seconds("step_overhead_s", self.step_overhead_s))
+        put("launch_overhead_s", seconds("launch_overhead_s", self.launch_overhead_s))
+        per_op = _pairs("launch_overhead_by_collective_s", self.launch_overhead_by_collective_s, 2,
+                        "a tuple of (collective, seconds) pairs")
+        seen = set()
+        for c, _ in per_op:
+            choice("launch_overhead_by_collective_s collective", c, COLLECTIVES)
+            if c in seen:
+                raise bad_value("launch_overhead_by_collective_s", c, "each collective once")
+            seen.add(c)
+        put("launch_overhead_by_collective_s",
+            tuple((c, seconds(f"launch_overhead_by_collective_s[{c}]", v)) for c, v in per_op))
+        choice("expansion_mode", self.expansion_mode, EXPANSION_MODES)
+        modes = _pairs("other_modes", self.other_modes, 3, "a tuple of (mode, step_overhead_s, launch_overhead_s)")
+        put("other_modes", tuple((choice("other_modes mode", m, EXPANSION_MODES),
+                                  seconds(f"other_modes[{m}].step_overhead_s", s),
+                                  seconds(f"other_modes[{m}].launch_overhead_s", la)) for m, s, la in modes))
+        if self.message_regimes is not None and not isinstance(self.message_regimes, MessageRegimes):
+            raise bad_value("message_regimes", self.message_regimes, "a MessageRegimes or None")
 
     def launch_for(self, collective: str) -> float:
         """Launch overhead of ``collective`` (its own if given, else the common one)."""
@@ -64,14 +102,19 @@ class ExecutionDefaults:
         """These defaults under another HCCL_OP_EXPANSION_MODE (HOST, AI_CPU, AIV, HOST_TS)."""
         if mode is None or mode == self.expansion_mode:
             return self
-        if mode not in EXPANSION_MODES:
-            raise bad_value("expansion_mode", mode, "one of " + ", ".join(EXPANSION_MODES))
+        choice("expansion_mode", mode, EXPANSION_MODES)
         for name, step_s, launch_s in self.other_modes:
             if name == mode:
                 return ExecutionDefaults(step_s, launch_s, (), mode, self.other_modes, self.message_regimes)
         known = ", ".join([self.expansion_mode] + [m for m, _, _ in self.other_modes])
         raise bad_value("expansion_mode", mode, f"this topology has figures for {known} only; add "
                         f"defaults.modes.{mode} (step_overhead_us, launch_overhead_us) to its file")
+
+
+def _name(field_name: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise bad_value(field_name, value, "a non-empty string")
+    return value
 
 
 class Topology:
@@ -82,6 +125,17 @@ class Topology:
     under ``spec``; every directed edge carries a :class:`LinkSpec` under ``spec``.
     Ranks are NPUs in the order of :attr:`npus` (pod, server, local index).
 
+    **Editing.** Build with :meth:`add_npu`, :meth:`add_node` and :meth:`add_link`, which
+    check what they are given. ``graph`` may also be edited directly at any time, as any
+    networkx graph (add or remove nodes and edges, replace a node's or an edge's ``spec``):
+    the next simulation sees the edit. :meth:`compiled` (the integer view the engine runs on,
+    with its route cache) compares a cheap fingerprint of the graph -- every node with its
+    ``kind`` and ``spec``, every edge with its ``spec``, compared by identity first -- with
+    the one it was built from, and rebuilds (and re-checks the graph) when they differ.
+    Specs are frozen, so an edit is always a replacement the fingerprint sees. A graph
+    edited into something hcsim cannot run (an edge without a :class:`LinkSpec`, a node
+    without a kind) is refused then, in one line naming the node or edge.
+
     Examples
     --------
     >>> from hcsim.topology import Topology, LinkSpec, NpuSpec
@@ -90,6 +144,9 @@ class Topology:
     >>> t.add_link("a", "b", LinkSpec(bandwidth_Bps=1e9, latency_s=1e-6))
     >>> t.npus
     ['a', 'b']
+    >>> t.graph.edges["a", "b"]["spec"] = LinkSpec(2e9, 1e-6)  # seen by the next simulation
+    >>> t.compiled().capacity_Bps.tolist()
+    [2000000000.0, 1000000000.0]
     """
 
     def __init__(self, name: str = "topology", description: str = "",
@@ -97,64 +154,150 @@ class Topology:
                  product: str | None = None):
         self.name = name
         self.description = description
-        self.defaults = defaults or ExecutionDefaults()
-        self.provenance = dict(provenance or {})
-        if product is not None and product not in PRODUCTS:
-            raise bad_value("product", product, "one of " + ", ".join(PRODUCTS) + " (or none)")
+        self.defaults = ExecutionDefaults() if defaults is None else defaults
+        self.provenance = {} if provenance is None else provenance
         self.product = product
         self.graph = nx.DiGraph()
         self._compiled: _Compiled | None = None
 
+    # -- checked attributes -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @name.setter
+    def name(self, value):
+        self._name = _name("topology name", value)
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    @description.setter
+    def description(self, value):
+        if not isinstance(value, str):
+            raise bad_value("description", value, "a string")
+        self._description = value
+
+    @property
+    def defaults(self) -> ExecutionDefaults:
+        return self._defaults
+
+    @defaults.setter
+    def defaults(self, value):
+        if not isinstance(value, ExecutionDefaults):
+            raise bad_value("defaults", value, "an ExecutionDefaults")
+        self._defaults = value
+
+    @property
+    def provenance(self) -> dict:
+        return self._provenance
+
+    @provenance.setter
+    def provenance(self, value):
+        if not isinstance(value, dict):
+            raise bad_value("provenance", value, "a dict")
+        self._provenance = dict(value)
+
+    @property
+    def product(self) -> str | None:
+        return self._product
+
+    @product.setter
+    def product(self, value):
+        if value is not None:
+            choice("product", value, PRODUCTS, " (or none)")
+        self._product = value
+
     # -- building ---------------------------------------------------------------------
     def add_npu(self, name: str, spec: NpuSpec | None = None) -> None:
         """Add an NPU node."""
+        if spec is not None and not isinstance(spec, NpuSpec):
+            raise bad_value("NPU spec", spec, "an NpuSpec or None")
         self._add_node(name, "npu", spec or NpuSpec())
 
     def add_node(self, name: str, kind: str = "switch") -> None:
         """Add a non-NPU node (switch, nic or pcie)."""
-        if kind not in NODE_KINDS or kind == "npu":
+        if not isinstance(kind, str) or kind not in NODE_KINDS or kind == "npu":
             raise bad_value("kind", kind, "one of switch, nic, pcie (use add_npu for NPUs)")
         self._add_node(name, kind, None)
 
     def _add_node(self, name, kind, spec):
-        if not isinstance(name, str) or not name:
-            raise bad_value("node name", name, "a non-empty string")
+        _name("node name", name)
         if name in self.graph:
             raise bad_value("node name", name, "must be unique")
+        if self.graph.number_of_nodes() >= MAX_NODES:
+            raise WorkLimitError(f"node name = {name!r}: a topology holds at most {MAX_NODES:,} nodes "
+                                 "(hcsim.limits.MAX_NODES)")
         self.graph.add_node(name, kind=kind, spec=spec)
         self._compiled = None
 
     def add_link(self, src: str, dst: str, spec: LinkSpec, bidirectional: bool = True) -> None:
         """Add a link; ``bidirectional`` adds both directions, each with the full bandwidth."""
         for end in (src, dst):
-            if end not in self.graph:
+            if not isinstance(end, str) or end not in self.graph:
                 raise bad_value("link end", end, "must name a node added before")
         if src == dst:
             raise bad_value("link", f"{src}->{dst}", "must join two different nodes")
-        pairs = [(src, dst), (dst, src)] if bidirectional else [(src, dst)]
+        if not isinstance(spec, LinkSpec):
+            raise bad_value(f"link {src}->{dst} spec", spec, "a LinkSpec")
+        pairs = [(src, dst), (dst, src)] if flag("bidirectional", bidirectional) else [(src, dst)]
         for u, v in pairs:
             if self.graph.has_edge(u, v):
                 raise bad_value("link", f"{u}->{v}", "is declared twice")
+        for u, v in pairs:
             self.graph.add_edge(u, v, spec=spec)
         self._compiled = None
 
     # -- queries ----------------------------------------------------------------------
+    def _npu_nodes(self):
+        """(name, NpuSpec) of every NPU in insertion order; a node edited into something
+        hcsim cannot read is refused here."""
+        graph = self.graph
+        if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
+            raise bad_value("graph", type(graph).__name__, "a networkx DiGraph")
+        out = []
+        for n, d in graph.nodes(data=True):
+            kind = d.get("kind")
+            if kind == "npu":
+                if not isinstance(d.get("spec"), NpuSpec):
+                    raise TopologyError(f"node {n!r}: an NPU needs an NpuSpec under 'spec', has "
+                                        f"{type(d.get('spec')).__name__} ({self.name!r})")
+                out.append((n, d["spec"]))
+            elif not isinstance(kind, str) or kind not in NODE_KINDS:
+                raise TopologyError(f"node {n!r}: kind = {kind!r}: one of {', '.join(NODE_KINDS)} "
+                                    f"({self.name!r})")
+        return out
+
     @property
     def npus(self) -> list[str]:
         """NPU names in rank order: by pod, server, local index, then insertion."""
-        order = [(d["spec"].pod, d["spec"].server, d["spec"].local_index, i, n)
-                 for i, (n, d) in enumerate(self.graph.nodes(data=True)) if d["kind"] == "npu"]
+        order = [(s.pod, s.server, s.local_index, i, n) for i, (n, s) in enumerate(self._npu_nodes())]
         return [o[-1] for o in sorted(order)]
 
     def npu_spec(self, name: str) -> NpuSpec:
-        return self.graph.nodes[name]["spec"]
+        """The :class:`NpuSpec` of NPU ``name``."""
+        try:
+            d = self.graph.nodes[name]
+        except (KeyError, TypeError):
+            d = None
+        if d is None or d.get("kind") != "npu" or not isinstance(d.get("spec"), NpuSpec):
+            raise bad_value("NPU", name, f"an NPU of topology {self.name!r}")
+        return d["spec"]
 
     def link_spec(self, src: str, dst: str) -> LinkSpec:
-        return self.graph.edges[src, dst]["spec"]
+        """The :class:`LinkSpec` of the directed link ``src -> dst``."""
+        try:
+            d = self.graph.edges[src, dst]
+        except (KeyError, TypeError):
+            d = None
+        if d is None or not isinstance(d.get("spec"), LinkSpec):
+            raise bad_value("link", f"{src}->{dst}", f"a link of topology {self.name!r}")
+        return d["spec"]
 
     @property
     def num_npus(self) -> int:
-        return sum(1 for _, d in self.graph.nodes(data=True) if d["kind"] == "npu")
+        return len(self._npu_nodes())
 
     def resolve_ranks(self, ranks=None) -> list[str]:
         """Turn a ranks argument into NPU names.
@@ -169,13 +312,18 @@ class Topology:
                 raise bad_value("ranks", int(ranks), f"an integer from 2 to {len(npus)} (NPUs in {self.name})")
             chosen = npus[: int(ranks)]
         else:
-            try:
-                items = list(ranks)
+            allowed = "None, a count, or a list of NPU names or indices"
+            if isinstance(ranks, (str, bytes, dict)):
+                raise bad_value("ranks", ranks, allowed)
+            try:  # never more than one past the NPUs (a range(10**12) is not listed)
+                items = list(itertools.islice(iter(ranks), len(npus) + 1))
             except TypeError:
-                raise bad_value("ranks", ranks, "None, a count, or a list of NPU names or indices") from None
+                raise bad_value("ranks", ranks, allowed) from None
+            if len(items) > len(npus):
+                raise bad_value("ranks", ranks, f"at most {len(npus)} NPUs (the NPUs of {self.name})")
             chosen = []
             for item in items:
-                if isinstance(item, str) and item in self.graph and self.graph.nodes[item]["kind"] == "npu":
+                if isinstance(item, str) and item in self.graph and self.graph.nodes[item].get("kind") == "npu":
                     chosen.append(item)
                 elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and 0 <= item < len(npus):
                     chosen.append(npus[int(item)])
@@ -188,13 +336,29 @@ class Topology:
         return chosen
 
     def compiled(self) -> _Compiled:
-        """Integer-indexed form used by routing and the engine (cached until the graph changes)."""
-        if self._compiled is None:
-            self._compiled = _Compiled(self)
+        """Integer-indexed form used by routing and the engine.
+
+        Cached with its routes while the graph stays as it was: each call compares the
+        graph's fingerprint (:func:`_fingerprint`, linear in its size but cheap: about 0.1 s
+        for 184,000 links) with the cached view's and rebuilds after any edit.
+        """
+        fp = _fingerprint(self.graph)
+        cached = self._compiled
+        if cached is not None:
+            try:
+                if cached.fingerprint == fp:
+                    return cached
+            except Exception:  # a spec edited into an object whose == misbehaves: rebuild (and refuse)
+                pass
+        self._compiled = None
+        self._compiled = _Compiled(self, fp)
         return self._compiled
 
     def __repr__(self):
-        return f"Topology({self.name!r}, npus={self.num_npus}, links={self.graph.number_of_edges()})"
+        try:
+            return f"Topology({self.name!r}, npus={self.num_npus}, links={self.graph.number_of_edges()})"
+        except Exception:  # a graph edited into something unreadable still has a repr
+            return f"Topology({self.name!r}, <graph not readable>)"
 
     def to_dict(self) -> dict:
         """Plain description (used by YAML save)."""
@@ -298,11 +462,60 @@ class PathStore:
         return self._arrays
 
 
-class _Compiled:
-    """Integer view of a topology: link and endpoint resources, adjacency, route cache."""
+def _fingerprint(graph) -> list:
+    """What the compiled view depends on, flat: the graph object, then every node with its
+    ``kind`` and ``spec``, then every node's successors and the specs of its out-links, in
+    the graph's order. Two fingerprints compare equal (by identity first, so in a fraction
+    of a millisecond) exactly when the graph still holds the same nodes, links and specs."""
+    if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
+        raise bad_value("graph", type(graph).__name__, "a networkx DiGraph")
+    out = [graph]
+    put = out.extend
+    try:  # networkx's own dicts, read directly: the views cost several times more
+        for n, d in graph._node.items():
+            put((n, d.get("kind"), d.get("spec")))
+        for u, nbrs in graph._succ.items():
+            out.append(u)
+            put(nbrs)
+            put([d.get("spec") for d in nbrs.values()])
+    except AttributeError:
+        raise TopologyError("graph: its node or edge attributes are not dicts; edit it with networkx calls") from None
+    return out
 
-    def __init__(self, topo: Topology):
+
+def _check_graph(topo) -> list:
+    """Refuse, in one line, a graph hcsim cannot run (edited by hand after it was built);
+    returns the NPUs as :meth:`Topology._npu_nodes` does."""
+    g = topo.graph
+    where = f"topology {topo.name!r}"
+    if g.number_of_nodes() > MAX_NODES or g.number_of_edges() > MAX_LINKS:
+        raise WorkLimitError(f"graph = {g.number_of_nodes():,} nodes, {g.number_of_edges():,} links: at most "
+                             f"{MAX_NODES:,} nodes and {MAX_LINKS:,} links (hcsim.limits) in {where}")
+    for n in g:
+        if not isinstance(n, str) or not n:
+            raise TopologyError(f"node {n!r}: node names are non-empty strings ({where})")
+    npus = topo._npu_nodes()
+    if len(npus) > MAX_NPUS:
+        raise WorkLimitError(f"graph = {len(npus):,} NPUs: at most {MAX_NPUS:,} (hcsim.limits.MAX_NPUS) in {where}")
+    for u, v, d in g.edges(data=True):
+        if u == v:
+            raise TopologyError(f"link {u}->{v}: a link joins two different nodes ({where})")
+        if not isinstance(d.get("spec"), LinkSpec):
+            raise TopologyError(f"link {u}->{v}: needs a LinkSpec under 'spec', has "
+                                f"{type(d.get('spec')).__name__} ({where})")
+    return npus
+
+
+class _Compiled:
+    """Integer view of a topology: link and endpoint resources, adjacency, route cache.
+
+    ``fingerprint`` is the graph's :func:`_fingerprint` when it was built; it also keeps the
+    specs it saw alive, so no new spec can reuse one's identity."""
+
+    def __init__(self, topo: Topology, fingerprint: list | None = None):
         g = topo.graph
+        self.fingerprint = _fingerprint(g) if fingerprint is None else fingerprint
+        _check_graph(topo)
         self.topo = topo
         self.node_names = list(g.nodes)
         self.node_index = {n: i for i, n in enumerate(self.node_names)}

@@ -1,11 +1,19 @@
-"""Frozen specs of the things a topology is made of, with units in the field names."""
+"""Frozen specs of the things a topology is made of, with units in the field names.
+
+Every spec checks the type and the range of each field when it is made (a wrong type is the
+same one-line :class:`~hcsim.errors.ConfigError` as a wrong value), and stores numbers as
+plain Python ``int`` / ``float`` (numpy scalars are converted), so specs hash, compare and
+save to YAML alike whatever made them.
+"""
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from ..errors import bad_value
+from ..limits import MAX_NODES
 
 NODE_KINDS = ("npu", "switch", "nic", "pcie")
 """Kinds of node a topology may hold; only NPUs run ranks."""
@@ -13,18 +21,79 @@ NODE_KINDS = ("npu", "switch", "nic", "pcie")
 LINK_TIERS = ("hccs", "pcie", "roce", "ub", "sio", "eth", "ib", "nvlink", "generic")
 """Link technologies a link may be tagged with (reports group links by tier)."""
 
+MIN_BANDWIDTH_Bps = 1e-20
+MAX_BANDWIDTH_Bps = 1e30
+"""Range of every bandwidth (links, NPU endpoints, reduction), in bytes per second. Far
+outside anything real on both sides (calibration may scale a 1 MB/s link by e^-40), but a
+1 PiB message over it still takes a finite, normal number of seconds."""
 
-def _positive(field: str, value, allow_none: bool = False, allow_inf: bool = False):
+MAX_TIME_s = 1e20
+"""Largest latency or overhead, in seconds: sums of millions of them stay finite."""
+
+
+def real(field: str, value, allowed: str) -> float:
+    """``value`` as a float if it is a real number (int, float, numpy scalar; not a bool),
+    else the one-line error ``field = value: allowed``. NaN and inf pass through."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise bad_value(field, value, allowed)
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):  # 10**400, an odd Real subclass
+        raise bad_value(field, value, allowed) from None
+
+
+def integer(field: str, value, minimum: int = 0, maximum: int | None = None, what: str = "an integer") -> int:
+    """``value`` as an int if it is an integer (int or numpy integer, not a bool) within
+    ``[minimum, maximum]``, else a one-line error."""
+    allowed = f"{what} >= {minimum}" if maximum is None else f"{what} from {minimum} to {maximum:,}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise bad_value(field, value, allowed)
+    v = int(value)
+    if v < minimum or (maximum is not None and v > maximum):
+        raise bad_value(field, value, allowed)
+    return v
+
+
+def rate(field: str, value, allow_none: bool = False, allow_inf: bool = False) -> float | None:
+    """A bandwidth in B/s: a real number from MIN_BANDWIDTH_Bps to MAX_BANDWIDTH_Bps
+    (``inf`` too if ``allow_inf``; None if ``allow_none``)."""
     if value is None and allow_none:
-        return
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value <= 0
-            or (math.isinf(value) and not allow_inf)):
-        raise bad_value(field, value, "a number > 0" + ("" if allow_inf else ", finite"))
+        return None
+    allowed = (f"a number of B/s from {MIN_BANDWIDTH_Bps:g} to {MAX_BANDWIDTH_Bps:g}"
+               + (", or inf (no limit)" if allow_inf else "") + (", or None (no limit)" if allow_none else ""))
+    v = real(field, value, allowed)
+    if v == math.inf and allow_inf:
+        return v
+    if not MIN_BANDWIDTH_Bps <= v <= MAX_BANDWIDTH_Bps:  # False for NaN
+        raise bad_value(field, value, allowed)
+    return v
 
 
-def _non_negative(field: str, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise bad_value(field, value, "a finite number >= 0")
+def seconds(field: str, value) -> float:
+    """A latency or overhead: a real number of seconds from 0 to MAX_TIME_s."""
+    allowed = f"a number of seconds from 0 to {MAX_TIME_s:g}"
+    v = real(field, value, allowed)
+    if not 0 <= v <= MAX_TIME_s:
+        raise bad_value(field, value, allowed)
+    return v + 0.0  # -0.0 -> 0.0
+
+
+def flag(field: str, value) -> bool:
+    """A boolean (Python or numpy), as a Python bool."""
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        raise bad_value(field, value, "true or false")
+    return bool(value)
+
+
+def choice(field: str, value, options, note: str = "") -> str:
+    """One of the strings ``options``."""
+    if not isinstance(value, str) or value not in options:
+        raise bad_value(field, value, "one of " + ", ".join(options) + note)
+    return value
+
+
+def _set(obj, name, value):
+    object.__setattr__(obj, name, value)
 
 
 @dataclass(frozen=True)
@@ -34,14 +103,21 @@ class LinkSpec:
     Attributes
     ----------
     bandwidth_Bps : float
-        Capacity in bytes per second, shared max-min fairly by the flows crossing it.
+        Capacity in bytes per second, shared max-min fairly by the flows crossing it
+        (from :data:`MIN_BANDWIDTH_Bps` to :data:`MAX_BANDWIDTH_Bps`).
     latency_s : float
-        Time from the last byte leaving to it arriving (propagation plus fixed per-hop cost).
+        Time from the last byte leaving to it arriving (propagation plus fixed per-hop cost),
+        from 0 to :data:`MAX_TIME_s`.
     tier : str
         Technology, one of :data:`LINK_TIERS`.
     inline_reduce : bool
         The link's DMA engine reduces while it writes (SDMA on HCCS does), so a reducing
         transfer over it pays no separate reduction time at the destination.
+
+    Examples
+    --------
+    >>> LinkSpec(25e9, 1e-6, "roce").bandwidth_Bps
+    25000000000.0
     """
 
     bandwidth_Bps: float
@@ -50,10 +126,10 @@ class LinkSpec:
     inline_reduce: bool = False
 
     def __post_init__(self):
-        _positive("bandwidth", self.bandwidth_Bps)
-        _non_negative("latency", self.latency_s)
-        if self.tier not in LINK_TIERS:
-            raise bad_value("tier", self.tier, "one of " + ", ".join(LINK_TIERS))
+        _set(self, "bandwidth_Bps", rate("bandwidth_Bps", self.bandwidth_Bps))
+        _set(self, "latency_s", seconds("latency_s", self.latency_s))
+        choice("tier", self.tier, LINK_TIERS)
+        _set(self, "inline_reduce", flag("inline_reduce", self.inline_reduce))
 
 
 @dataclass(frozen=True)
@@ -63,7 +139,7 @@ class NpuSpec:
     Attributes
     ----------
     server, pod : int
-        Coordinates: server index and pod (supernode) index.
+        Coordinates: server index and pod (supernode) index, from 0 to ``MAX_NODES``.
     local_index : int
         Device index inside its server (HCCL's inter-server traffic pairs same-index NPUs).
     reduce_Bps : float
@@ -83,6 +159,11 @@ class NpuSpec:
     engine_Bps : float or None
         What the NPU sends and receives together, over all peers (its transport's duplex
         overlap: between ``max(injection, ejection)`` for none and their sum for full).
+
+    Examples
+    --------
+    >>> NpuSpec(server=1, local_index=3).reduce_Bps
+    inf
     """
 
     server: int = 0
@@ -97,14 +178,12 @@ class NpuSpec:
 
     def __post_init__(self):
         for name in ("server", "pod", "local_index"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise bad_value(name, v, "an integer >= 0")
-        _positive("reduce_bandwidth", self.reduce_Bps, allow_inf=True)
-        _positive("injection_bandwidth", self.injection_Bps, allow_none=True)
-        _positive("ejection_bandwidth", self.ejection_Bps, allow_none=True)
-        _positive("exchange_bandwidth", self.exchange_Bps, allow_none=True)
-        _positive("engine_bandwidth", self.engine_Bps, allow_none=True)
+            _set(self, name, integer(name, getattr(self, name), 0, MAX_NODES))
+        # the bandwidths keep the names their errors have always had (reduce_bandwidth, ...)
+        _set(self, "reduce_Bps", rate("reduce_bandwidth", self.reduce_Bps, allow_inf=True))
+        for key in ("injection", "ejection", "exchange", "engine"):
+            _set(self, f"{key}_Bps", rate(f"{key}_bandwidth", getattr(self, f"{key}_Bps"), allow_none=True))
+        _set(self, "half_duplex", flag("half_duplex", self.half_duplex))
         if self.half_duplex and self.injection_Bps is None and self.ejection_Bps is None:
             raise bad_value("half_duplex", True, "needs injection or ejection bandwidth to share")
 
