@@ -8,9 +8,10 @@ with i the global rank-order index.
 
 from __future__ import annotations
 
-from .builders import _count
+from ..errors import HcsimError, bad_value
+from .builders import _args, _count, _ratio, _uplink, check_size
 from .model import ExecutionDefaults, Topology
-from .spec import LinkSpec, NpuSpec
+from .spec import LinkSpec, NpuSpec, rate, seconds
 
 # ---- 910B (Atlas 800T A2) -------------------------------------------------------------
 # HCCS between two 910B NPUs, per direction. HCCL constant 18.3 GB/s (hcomm
@@ -51,7 +52,26 @@ ROCE_A3_Bps = 24.5e9
 
 
 def _defaults(step_overhead_s, launch_overhead_s):
-    return ExecutionDefaults(step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s)
+    return ExecutionDefaults(step_overhead_s=seconds("step_overhead_s", step_overhead_s),
+                             launch_overhead_s=seconds("launch_overhead_s", launch_overhead_s))
+
+
+def _spec(tier, inline_reduce=False, **kw) -> LinkSpec:
+    """A LinkSpec from ``<name>_Bps=..., <name>_s=...``, each checked under its argument's name."""
+    (bw_name, bw), (lat_name, lat) = kw.items()
+    return LinkSpec(rate(bw_name, bw), seconds(lat_name, lat), tier, inline_reduce)
+
+
+def _server_size(npus_per_server):
+    """(npus, nodes, links) of one 910B server: NPUs and NICs, NPU-NIC links, the HCCS mesh."""
+    p = npus_per_server
+    return p, 2 * p, 2 * p + p * (p - 1)
+
+
+def _rail_size(servers, rails, servers_per_leaf, spines):
+    """(nodes, links) the rail-aligned leaf-spine adds (every server with ``rails`` NICs)."""
+    groups = -(-servers // servers_per_leaf)
+    return groups * rails + spines, 2 * servers * rails + 2 * groups * rails * spines
 
 
 def _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps, endpoint_Bps=None):
@@ -87,23 +107,20 @@ def atlas800t_a2(*, npus_per_server: int = 8, hccs_bandwidth_Bps: float = HCCS_9
     >>> t.num_npus, t.link_spec("npu0", "npu7").bandwidth_Bps / 1e9
     (8, 18.3)
     """
-    _count("npus_per_server", npus_per_server, 2)
+    npus_per_server = _count("npus_per_server", npus_per_server, 2)
+    hccs = _spec("hccs", True, hccs_bandwidth_Bps=hccs_bandwidth_Bps, hccs_latency_s=hccs_latency_s)
+    roce = _spec("roce", roce_bandwidth_Bps=roce_bandwidth_Bps, roce_latency_s=roce_latency_s)
+    reduce_Bps = rate("reduce_Bps", reduce_Bps, allow_inf=True)
+    endpoint_bandwidth_Bps = rate("endpoint_bandwidth_Bps", endpoint_bandwidth_Bps, allow_none=True)
+    check_size("atlas800t_a2", _args(npus_per_server=npus_per_server), *_server_size(npus_per_server))
     t = Topology("atlas800t-a2", f"Atlas 800T A2: {npus_per_server} x Ascend 910B, HCCS full mesh, "
                  "one 200GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s), product="910B")
-    hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs", inline_reduce=True)
-    roce = LinkSpec(roce_bandwidth_Bps, roce_latency_s, "roce")
     _server_910b(t, 0, 0, npus_per_server, hccs, roce, reduce_Bps, endpoint_bandwidth_Bps)
     return t
 
 
 def _rail_fabric(t, nics_by_server, nic_Bps, hop_s, servers_per_leaf, spines, oversubscription, prefix=""):
     """Rail-aligned leaf-spine: NIC i of every server in a leaf group meets on leaf (group, i)."""
-    _count("servers_per_leaf", servers_per_leaf)
-    _count("spines", spines)
-    if oversubscription <= 0:
-        from ..errors import bad_value
-
-        raise bad_value("oversubscription", oversubscription, "a ratio > 0 (1 = non-blocking)")
     servers = len(nics_by_server)
     rails = max(len(n) for n in nics_by_server)
     groups = -(-servers // servers_per_leaf)
@@ -118,7 +135,8 @@ def _rail_fabric(t, nics_by_server, nic_Bps, hop_s, servers_per_leaf, spines, ov
             down = [nics_by_server[s][rail] for s in members if rail < len(nics_by_server[s])]
             for nic in down:
                 t.add_link(nic, leaf, host)
-            up = LinkSpec(len(down) * nic_Bps / oversubscription / spines, hop_s, "roce")
+            up = _uplink(len(down) * nic_Bps / oversubscription / spines, hop_s, "roce", "oversubscription",
+                         oversubscription)
             for sp in range(spines):
                 t.add_link(leaf, f"{prefix}spine{sp}", up)
 
@@ -142,19 +160,29 @@ def atlas900_a2_pod(*, servers: int = 16, npus_per_server: int = 8, servers_per_
     >>> t.num_npus, t.npu_spec("npu9").server, t.npu_spec("npu9").local_index
     (32, 1, 1)
     """
-    _count("servers", servers)
-    _count("npus_per_server", npus_per_server, 2)
+    servers = _count("servers", servers)
+    npus_per_server = _count("npus_per_server", npus_per_server, 2)
+    servers_per_leaf = _count("servers_per_leaf", servers_per_leaf)
+    spines = _count("spines", spines)
+    oversubscription = _ratio("oversubscription", oversubscription)
+    hccs = _spec("hccs", True, hccs_bandwidth_Bps=hccs_bandwidth_Bps, hccs_latency_s=hccs_latency_s)
+    roce = _spec("roce", roce_bandwidth_Bps=roce_bandwidth_Bps, nic_latency_s=nic_latency_s)
+    switch_latency_s = seconds("switch_latency_s", switch_latency_s)
+    reduce_Bps = rate("reduce_Bps", reduce_Bps, allow_inf=True)
+    endpoint_bandwidth_Bps = rate("endpoint_bandwidth_Bps", endpoint_bandwidth_Bps, allow_none=True)
+    npus, nodes, links = _server_size(npus_per_server)
+    fabric_nodes, fabric_links = _rail_size(servers, npus_per_server, servers_per_leaf, spines)
+    check_size("atlas900_a2_pod", _args(servers=servers, npus_per_server=npus_per_server),
+               servers * npus, servers * nodes + fabric_nodes, servers * links + fabric_links)
     t = Topology("atlas900-a2-pod", f"Atlas 900 A2 PoD: {servers} x Atlas 800T A2 ({servers * npus_per_server} "
-                 f"x 910B), rail-aligned RoCE leaf-spine, {oversubscription}:1",
+                 f"x 910B), rail-aligned RoCE leaf-spine, {oversubscription:g}:1",
                  _defaults(step_overhead_s, launch_overhead_s), product="910B")
-    hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs", inline_reduce=True)
-    roce = LinkSpec(roce_bandwidth_Bps, nic_latency_s, "roce")
     nics = []
     for s in range(servers):
         base = s * npus_per_server
         _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps, endpoint_bandwidth_Bps)
         nics.append([f"nic{base + i}" for i in range(npus_per_server)])
-    _rail_fabric(t, nics, roce_bandwidth_Bps, switch_latency_s, servers_per_leaf, spines, oversubscription)
+    _rail_fabric(t, nics, roce.bandwidth_Bps, switch_latency_s, servers_per_leaf, spines, oversubscription)
     return t
 
 
@@ -176,13 +204,21 @@ def atlas800_9000(*, servers: int = 1, hccs_bandwidth_Bps: float = HCCS_910A_Bps
     >>> t.graph.has_edge("npu0", "npu3"), t.graph.has_edge("npu0", "npu4")
     (True, False)
     """
-    _count("servers", servers)
+    servers = _count("servers", servers)
+    servers_per_leaf = _count("servers_per_leaf", servers_per_leaf)
+    spines = _count("spines", spines)
+    hccs = _spec("hccs", hccs_bandwidth_Bps=hccs_bandwidth_Bps, hccs_latency_s=hccs_latency_s)
+    pcie = _spec("pcie", pcie_bandwidth_Bps=pcie_bandwidth_Bps, pcie_latency_s=pcie_latency_s)
+    roce = _spec("roce", roce_bandwidth_Bps=roce_bandwidth_Bps, nic_latency_s=nic_latency_s)
+    switch_latency_s = seconds("switch_latency_s", switch_latency_s)
+    reduce_Bps = rate("reduce_Bps", reduce_Bps, allow_inf=True)
+    # per server: 8 NPUs, 8 NICs, 2 PCIe switches; NPU-NIC, NPU-PCIe, HCCS and PCIe-PCIe links
+    fabric_nodes, fabric_links = _rail_size(servers, 8, servers_per_leaf, spines) if servers > 1 else (0, 0)
+    check_size("atlas800_9000", _args(servers=servers), 8 * servers, 18 * servers + fabric_nodes,
+               58 * servers + fabric_links)
     t = Topology("atlas800-9000", f"Atlas 800 model 9000: {servers} x 8 x Ascend 910A, two 4-NPU HCCS meshes "
                  "joined by PCIe, one 100GE RoCE NIC per NPU", _defaults(step_overhead_s, launch_overhead_s),
                  product="910A")
-    hccs = LinkSpec(hccs_bandwidth_Bps, hccs_latency_s, "hccs")
-    pcie = LinkSpec(pcie_bandwidth_Bps, pcie_latency_s, "pcie")
-    roce = LinkSpec(roce_bandwidth_Bps, nic_latency_s, "roce")
     nics = []
     for s in range(servers):
         base = 8 * s
@@ -204,7 +240,7 @@ def atlas800_9000(*, servers: int = 1, hccs_bandwidth_Bps: float = HCCS_910A_Bps
         t.add_link(f"pcie{s}_0", f"pcie{s}_1", pcie)
         nics.append([f"nic{base + i}" for i in range(8)])
     if servers > 1:
-        _rail_fabric(t, nics, roce_bandwidth_Bps, switch_latency_s, servers_per_leaf, spines, 1.0)
+        _rail_fabric(t, nics, roce.bandwidth_Bps, switch_latency_s, servers_per_leaf, spines, 1.0)
     return t
 
 
@@ -229,22 +265,35 @@ def atlas900_a3_superpod(*, nodes: int = 16, npus_per_node: int = 8, superpods: 
     >>> t.num_npus, t.link_spec("npu0", "npu1").tier
     (32, 'sio')
     """
-    _count("nodes", nodes)
-    _count("npus_per_node", npus_per_node)
-    _count("superpods", superpods)
-    _count("l2_switches", l2_switches)
+    nodes = _count("nodes", nodes)
+    npus_per_node = _count("npus_per_node", npus_per_node)
+    superpods = _count("superpods", superpods)
+    l2_switches = _count("l2_switches", l2_switches)
+    spines = _count("spines", spines)
+    if npus_per_node > 384:
+        raise bad_value("npus_per_node", npus_per_node, "at most 384 (NPUs per supernode)")
     if nodes * npus_per_node > 384:
-        from ..errors import bad_value
-
         raise bad_value("nodes", nodes, f"at most {384 // npus_per_node} ({384} NPUs per supernode)")
+    sio = _spec("sio", True, sio_bandwidth_Bps=sio_bandwidth_Bps, sio_latency_s=sio_latency_s)
+    ub = _spec("ub", True, ub_bandwidth_Bps=ub_bandwidth_Bps, ub_latency_s=ub_latency_s)
+    roce = _spec("roce", roce_bandwidth_Bps=roce_bandwidth_Bps, nic_latency_s=nic_latency_s)
+    switch_latency_s = seconds("switch_latency_s", switch_latency_s)
+    reduce_Bps = rate("reduce_Bps", reduce_Bps, allow_inf=True)
     dies = 2 * npus_per_node
+    # per supernode: L2 switches; per node: an L1 switch, its dies and their NICs; links L1-L2,
+    # die-L1, die-NIC and SIO between a die pair
+    fabric_nodes, fabric_links = (_rail_size(nodes * superpods, dies, nodes * superpods, spines)
+                                  if superpods > 1 else (0, 0))
+    check_size("atlas900_a3_superpod", _args(nodes=nodes, superpods=superpods), superpods * nodes * dies,
+               superpods * (l2_switches + nodes * (1 + 2 * dies)) + fabric_nodes,
+               superpods * nodes * (2 * l2_switches + 5 * dies) + fabric_links)
     t = Topology("atlas900-a3-superpod", f"Atlas 900 A3 SuperPoD: {superpods} x {nodes} nodes x {npus_per_node} "
                  "Ascend 910C (2 dies each), UB two-tier Clos, RoCE scale-out",
                  _defaults(step_overhead_s, launch_overhead_s), product="910_93")
-    sio = LinkSpec(sio_bandwidth_Bps, sio_latency_s, "sio", inline_reduce=True)
-    ub = LinkSpec(ub_bandwidth_Bps, ub_latency_s, "ub", inline_reduce=True)
-    ub_up = LinkSpec(dies * ub_bandwidth_Bps / l2_switches, ub_latency_s, "ub", inline_reduce=True)
-    roce = LinkSpec(roce_bandwidth_Bps, nic_latency_s, "roce")
+    try:
+        ub_up = LinkSpec(dies * ub.bandwidth_Bps / l2_switches, ub.latency_s, "ub", inline_reduce=True)
+    except HcsimError:
+        raise bad_value("l2_switches", l2_switches, "leaves the L1-L2 uplinks outside the bandwidth range") from None
     nics = []
     for pod in range(superpods):
         for k in range(l2_switches):
@@ -267,5 +316,5 @@ def atlas900_a3_superpod(*, nodes: int = 16, npus_per_node: int = 8, superpods: 
                 t.add_link(names[d], names[d + 1], sio)
             nics.append([f"nic{base + d}" for d in range(dies)])
     if superpods > 1:
-        _rail_fabric(t, nics, roce_bandwidth_Bps, switch_latency_s, nodes * superpods, spines, 1.0, "roce_")
+        _rail_fabric(t, nics, roce.bandwidth_Bps, switch_latency_s, nodes * superpods, spines, 1.0, "roce_")
     return t

@@ -1,32 +1,97 @@
-"""Generic topology builders: ring, full mesh, single switch, leaf-spine, torus.
+"""Generic topology builders: ring, full mesh, single switch, leaf-spine, torus, tiered mesh.
 
-Each checks its arguments and returns a :class:`~hcsim.topology.model.Topology` whose NPUs
-are named ``npu<i>`` in rank order. Bandwidths are per direction, in bytes per second.
+Each checks its arguments (types and ranges, one line naming the argument), counts the NPUs,
+nodes and directed links it would make *before* it makes them -- refusing beyond
+:data:`~hcsim.limits.MAX_NPUS`, :data:`~hcsim.limits.MAX_NODES` or
+:data:`~hcsim.limits.MAX_LINKS` with the count and the limit -- and returns a
+:class:`~hcsim.topology.model.Topology` whose NPUs are named ``npu<i>`` in rank order.
+Bandwidths are per direction, in bytes per second.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 
-from ..errors import bad_value
+from ..errors import ConfigError, WorkLimitError, bad_value, shown
+from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
 from .model import Topology
-from .spec import LinkSpec, NpuSpec
+from .spec import LINK_TIERS, LinkSpec, NpuSpec, choice, flag, integer, rate, real, seconds
+
+NPU_KEYWORDS = ("reduce_Bps", "injection_Bps", "ejection_Bps", "half_duplex", "exchange_Bps", "engine_Bps")
+"""Endpoint fields of :class:`NpuSpec` the generic builders pass on (``**npu_kwargs``)."""
 
 
 def _count(field, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise bad_value(field, value, f"an integer >= {minimum}")
-    return value
+    """An integer argument >= ``minimum`` (no upper bound here: the size check bounds it)."""
+    return integer(field, value, minimum)
+
+
+def _big(n: int) -> str:
+    """``n`` with thousands separators, or its order of magnitude when it is absurd."""
+    return f"{n:,}" if n < 10**15 else f"about 10^{int(n.bit_length() * math.log10(2))}"
+
+
+def check_size(builder: str, args: str, npus: int, nodes: int, links: int) -> None:
+    """Refuse, before building, a topology of more than MAX_NPUS NPUs, MAX_NODES nodes or
+    MAX_LINKS directed links: ``args = ...: <builder> would make N links; at most ...``
+    (``args`` names the arguments that set the size, see :func:`_args`)."""
+    for count, limit, name, noun in ((npus, MAX_NPUS, "MAX_NPUS", "NPUs"), (nodes, MAX_NODES, "MAX_NODES", "nodes"),
+                                     (links, MAX_LINKS, "MAX_LINKS", "directed links")):
+        if count > limit:
+            raise WorkLimitError(f"{args}: {builder} would make {_big(count)} {noun}; at most {limit:,} "
+                                 f"(hcsim.limits.{name}): build a smaller topology")
+
+
+def _args(**kw) -> str:
+    return ", ".join(f"{k} = {shown(v)}" for k, v in kw.items())
+
+
+def _npu_spec(builder: str, npu_kwargs: dict) -> dict:
+    """Check the endpoint keywords a generic builder forwards to NpuSpec (once, not per NPU)."""
+    for k, v in npu_kwargs.items():
+        if k not in NPU_KEYWORDS:
+            raise bad_value(k, v, f"not a parameter of {builder}; NPU endpoint keywords: {', '.join(NPU_KEYWORDS)}")
+    NpuSpec(**npu_kwargs)
+    return npu_kwargs
+
+
+def _link(bandwidth_Bps, latency_s, tier, inline_reduce=False, names=("bandwidth_Bps", "latency_s")) -> LinkSpec:
+    """A LinkSpec from builder arguments, each checked under the argument's own name."""
+    return LinkSpec(rate(names[0], bandwidth_Bps), seconds(names[1], latency_s), choice("tier", tier, LINK_TIERS),
+                    flag("inline_reduce", inline_reduce))
+
+
+def _ratio(field: str, value) -> float:
+    """A finite ratio > 0 (oversubscription)."""
+    allowed = "a finite ratio > 0 (1 = non-blocking, 2 = 2:1)"
+    v = real(field, value, allowed)
+    if not (math.isfinite(v) and v > 0):
+        raise bad_value(field, value, allowed)
+    return v
+
+
+def _uplink(bandwidth_Bps: float, latency_s: float, tier: str, field: str, value) -> LinkSpec:
+    """A derived uplink (capacity from an oversubscription ratio), refused under that ratio's name."""
+    try:
+        return LinkSpec(bandwidth_Bps, latency_s, tier)
+    except ConfigError:
+        raise bad_value(field, value, f"makes an uplink of {bandwidth_Bps:g} B/s, outside the bandwidth range") from None
 
 
 def _npus(topo, n, npus_per_server, npu_kwargs):
-    _count("npus_per_server", npus_per_server)
     names = []
     for i in range(n):
         name = f"npu{i}"
         topo.add_npu(name, NpuSpec(server=i // npus_per_server, local_index=i % npus_per_server, **npu_kwargs))
         names.append(name)
     return names
+
+
+def _per_server(value, n):
+    """``npus_per_server`` of ring and full mesh: None (all in one server) or an integer >= 1."""
+    return n if value is None else _count("npus_per_server", value)
 
 
 def ring(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str = "generic",
@@ -38,10 +103,14 @@ def ring(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str = "g
     >>> ring(4, 10e9).graph.number_of_edges()
     8
     """
-    _count("npus", n, 2)
+    n = integer("n", n, 2, what="a number of npus, an integer")
+    bidirectional = flag("bidirectional", bidirectional)
+    spec = _link(bandwidth_Bps, latency_s, tier)
+    per = _per_server(npus_per_server, n)
+    npu_kwargs = _npu_spec("ring", npu_kwargs)
+    check_size("ring", _args(n=n), n, n, (n if n > 2 else 1) * (2 if bidirectional else 1))
     t = Topology(f"ring-{n}", f"{n} NPUs on a ring")
-    names = _npus(t, n, npus_per_server or n, npu_kwargs)
-    spec = LinkSpec(bandwidth_Bps, latency_s, tier)
+    names = _npus(t, n, per, npu_kwargs)
     for i in range(n if n > 2 else 1):
         t.add_link(names[i], names[(i + 1) % n], spec, bidirectional=bidirectional)
     return t
@@ -54,11 +123,19 @@ def full_mesh(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str
 
     Every algorithm hcsim ships is contention-free here, which makes it the topology on
     which the event-driven engine must reproduce the closed forms exactly.
+
+    Examples
+    --------
+    >>> full_mesh(4, 10e9).graph.number_of_edges()
+    12
     """
-    _count("npus", n, 2)
+    n = integer("n", n, 2, what="a number of npus, an integer")
+    spec = _link(bandwidth_Bps, latency_s, tier, inline_reduce)
+    per = _per_server(npus_per_server, n)
+    npu_kwargs = _npu_spec("full_mesh", npu_kwargs)
+    check_size("full_mesh", _args(n=n), n, n, n * (n - 1))
     t = Topology(f"fullmesh-{n}", f"{n} NPUs, a direct link between every pair")
-    names = _npus(t, n, npus_per_server or n, npu_kwargs)
-    spec = LinkSpec(bandwidth_Bps, latency_s, tier, inline_reduce)
+    names = _npus(t, n, per, npu_kwargs)
     for a, b in itertools.combinations(names, 2):
         t.add_link(a, b, spec)
     return t
@@ -69,12 +146,20 @@ def single_switch(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier:
     """``n`` NPUs each with one link to a single non-blocking switch.
 
     ``latency_s`` is per hop, so an NPU-to-NPU path pays it twice.
+
+    Examples
+    --------
+    >>> single_switch(4, 10e9).graph.number_of_nodes()
+    5
     """
-    _count("npus", n, 2)
+    n = integer("n", n, 2, what="a number of npus, an integer")
+    spec = _link(bandwidth_Bps, latency_s, tier)
+    per = _count("npus_per_server", npus_per_server)
+    npu_kwargs = _npu_spec("single_switch", npu_kwargs)
+    check_size("single_switch", _args(n=n), n, n + 1, 2 * n)
     t = Topology(f"switch-{n}", f"{n} NPUs on one switch")
-    names = _npus(t, n, npus_per_server, npu_kwargs)
+    names = _npus(t, n, per, npu_kwargs)
     t.add_node("sw0", "switch")
-    spec = LinkSpec(bandwidth_Bps, latency_s, tier)
     for name in names:
         t.add_link(name, "sw0", spec)
     return t
@@ -94,19 +179,23 @@ def leaf_spine(leaves: int, npus_per_leaf: int, spines: int, bandwidth_Bps: floa
     >>> t.link_spec("leaf0", "spine0").bandwidth_Bps / 1e9
     25.0
     """
-    _count("leaves", leaves)
-    _count("npus_per_leaf", npus_per_leaf)
-    _count("spines", spines)
-    if isinstance(oversubscription, bool) or not isinstance(oversubscription, (int, float)) or oversubscription <= 0:
-        raise bad_value("oversubscription", oversubscription, "a ratio > 0 (1 = non-blocking, 2 = 2:1)")
+    leaves = _count("leaves", leaves)
+    npus_per_leaf = _count("npus_per_leaf", npus_per_leaf)
+    spines = _count("spines", spines)
+    oversubscription = _ratio("oversubscription", oversubscription)
+    host = _link(bandwidth_Bps, latency_s, tier)
+    per = _count("npus_per_server", npus_per_server)
+    npu_kwargs = _npu_spec("leaf_spine", npu_kwargs)
     n = leaves * npus_per_leaf
     if n < 2:
         raise bad_value("leaves * npus_per_leaf", n, "at least 2 NPUs")
+    check_size("leaf_spine", _args(leaves=leaves, npus_per_leaf=npus_per_leaf, spines=spines),
+               n, n + leaves + spines, 2 * n + 2 * leaves * spines)
+    up = _uplink(npus_per_leaf * host.bandwidth_Bps / oversubscription / spines, host.latency_s, host.tier,
+                 "oversubscription", oversubscription)
     t = Topology(f"leafspine-{leaves}x{npus_per_leaf}",
-                 f"{leaves} leaves x {npus_per_leaf} NPUs, {spines} spines, {oversubscription}:1")
-    names = _npus(t, n, npus_per_server, npu_kwargs)
-    host = LinkSpec(bandwidth_Bps, latency_s, tier)
-    up = LinkSpec(npus_per_leaf * bandwidth_Bps / oversubscription / spines, latency_s, tier)
+                 f"{leaves} leaves x {npus_per_leaf} NPUs, {spines} spines, {oversubscription:g}:1")
+    names = _npus(t, n, per, npu_kwargs)
     for s in range(spines):
         t.add_node(f"spine{s}", "switch")
     for leaf in range(leaves):
@@ -118,6 +207,21 @@ def leaf_spine(leaves: int, npus_per_leaf: int, spines: int, bandwidth_Bps: floa
     return t
 
 
+def _dims(value, minimum: int, allowed: str) -> tuple:
+    """2 or 3 integers >= ``minimum`` from a tuple, list or other iterable (read at most 4)."""
+    if isinstance(value, (str, bytes, dict)):
+        raise bad_value("dims", value, allowed)
+    try:
+        dims = tuple(itertools.islice(iter(value), 4))
+    except TypeError:
+        raise bad_value("dims", value, allowed) from None
+    if len(dims) not in (2, 3):
+        raise bad_value("dims", dims, allowed)
+    if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < minimum for d in dims):
+        raise bad_value("dims", dims, allowed)
+    return tuple(int(d) for d in dims)
+
+
 def torus(dims, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str = "generic",
           npus_per_server: int = 1, **npu_kwargs) -> Topology:
     """A 2D or 3D torus of NPUs, wrap-around links in every dimension.
@@ -127,14 +231,16 @@ def torus(dims, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str = "ge
     >>> torus((4, 4), 10e9).num_npus
     16
     """
-    dims = tuple(dims)
-    if len(dims) not in (2, 3) or any(isinstance(d, bool) or not isinstance(d, int) or d < 2 for d in dims):
-        raise bad_value("dims", dims, "2 or 3 integers >= 2, e.g. (4, 4) or (4, 4, 4)")
+    dims = _dims(dims, 2, "2 or 3 integers >= 2, e.g. (4, 4) or (4, 4, 4)")
+    spec = _link(bandwidth_Bps, latency_s, tier)
+    per = _count("npus_per_server", npus_per_server)
+    npu_kwargs = _npu_spec("torus", npu_kwargs)
+    n = math.prod(dims)
+    check_size("torus", _args(dims=dims), n, n, n * sum(2 if d > 2 else 1 for d in dims))
     coords = list(itertools.product(*(range(d) for d in dims)))
     t = Topology("torus-" + "x".join(map(str, dims)), f"{'x'.join(map(str, dims))} torus")
-    names = _npus(t, len(coords), npus_per_server, npu_kwargs)
+    names = _npus(t, len(coords), per, npu_kwargs)
     index = {c: i for i, c in enumerate(coords)}
-    spec = LinkSpec(bandwidth_Bps, latency_s, tier)
     for c in coords:
         for axis, size in enumerate(dims):
             nb = list(c)
@@ -168,9 +274,7 @@ def tiered_mesh(dims, bandwidth_Bps, latency_s=0.0, *, inline_reduce=False, **np
     >>> t.link_spec("npu0", "npu1").bandwidth_Bps, t.link_spec("npu0", "npu4").bandwidth_Bps
     (20000000000.0, 5000000000.0)
     """
-    dims = tuple(dims)
-    if len(dims) not in (2, 3) or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
-        raise bad_value("dims", dims, "(npus_per_server, servers[, pods]), integers >= 1")
+    dims = _dims(dims, 1, "(npus_per_server, servers[, pods]), integers >= 1")
     k = len(dims)
 
     def per_level(name, value):
@@ -181,24 +285,32 @@ def tiered_mesh(dims, bandwidth_Bps, latency_s=0.0, *, inline_reduce=False, **np
 
     bws, lats, inl = per_level("bandwidth_Bps", bandwidth_Bps), per_level("latency_s", latency_s), \
         per_level("inline_reduce", inline_reduce)
-    specs = [LinkSpec(bws[d], lats[d], ("hccs", "roce", "roce")[d], bool(inl[d])) for d in range(k)]
+    specs = [LinkSpec(rate(f"bandwidth_Bps[{d}]", bws[d]), seconds(f"latency_s[{d}]", lats[d]),
+                      ("hccs", "roce", "roce")[d], flag(f"inline_reduce[{d}]", inl[d])) for d in range(k)]
+    npu_kwargs = _npu_spec("tiered_mesh", npu_kwargs)
     local, servers = dims[0], dims[1]
     pods = dims[2] if k == 3 else 1
+    n = local * servers * pods
+    if n < 2:
+        raise bad_value("dims", dims, "at least 2 NPUs in all")
+    check_size("tiered_mesh", _args(dims=dims), n, n, n * sum(d - 1 for d in dims))
     t = Topology("tiered-mesh-" + "x".join(map(str, dims)), f"{'x'.join(map(str, dims))} tiered mesh")
-    coords = []
     for pod in range(pods):
         for s in range(servers):
             for lo in range(local):
-                i = len(coords)
+                i = (pod * servers + s) * local + lo
                 t.add_npu(f"npu{i}", NpuSpec(server=pod * servers + s, pod=pod, local_index=lo, **npu_kwargs))
-                coords.append((lo, s, pod))
-    for i, a in enumerate(coords):
-        for j in range(i + 1, len(coords)):
-            b = coords[j]
-            diff = [d for d in range(3) if a[d] != b[d]]
-            if len(diff) == 1 and diff[0] < k:
-                t.add_link(f"npu{i}", f"npu{j}", specs[diff[0]])
-    if t.num_npus < 2:
-        raise bad_value("dims", dims, "at least 2 NPUs in all")
+    # Each rank's higher-numbered peers, level by level: they come out in ascending order
+    # (a server's ranks, then the same local index in later servers, then in later pods).
+    for pod in range(pods):
+        for s in range(servers):
+            for lo in range(local):
+                i = (pod * servers + s) * local + lo
+                for j in range(i + 1, i + local - lo):
+                    t.add_link(f"npu{i}", f"npu{j}", specs[0])
+                for j in range(i + local, (pod + 1) * servers * local, local):
+                    t.add_link(f"npu{i}", f"npu{j}", specs[1])
+                if k == 3:
+                    for j in range(i + servers * local, n, servers * local):
+                        t.add_link(f"npu{i}", f"npu{j}", specs[2])
     return t
-
