@@ -9,20 +9,33 @@ Two forms. A *builder* file names a builder and its parameters::
 An *explicit* file lists ``npus``, ``nodes`` and ``links``. Units in files are GB/s
 (1e9 bytes/s) and microseconds; parameter names ending ``_GBps`` / ``_us`` are converted to
 the builders' ``_Bps`` / ``_s`` arguments.
+
+Any file either loads or fails with one :class:`~hcsim.errors.HcsimError` line naming the
+file and the field path (``u.yaml: params.bandwidth_GBps = 'x': a number of GB/s > 0 ...``):
+a file that is missing, a directory, larger than :data:`MAX_FILE_BYTES`, not UTF-8, not
+YAML, nested too deeply, with more than :data:`MAX_YAML_NODES` values or aliases that expand
+beyond :data:`MAX_YAML_EXPANDED` (a "billion laughs"), or with a key or value of the wrong
+type or out of range.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import math
+import numbers
+import os
+import reprlib
 from pathlib import Path
 
 import yaml
 
 from ..engine.regimes import OVERHEAD_WHEN, MessageRegimes
-from ..errors import ConfigError, HcsimError
+from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value, shown
+from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS, MAX_SIZE_BYTES
 from . import ascend, builders
 from .model import EXPANSION_MODES, PRODUCTS, ExecutionDefaults, Topology
-from .spec import NODE_KINDS, LinkSpec, NpuSpec
+from .spec import LINK_TIERS, LinkSpec, MAX_BANDWIDTH_Bps, MAX_TIME_s, MIN_BANDWIDTH_Bps, NpuSpec
 
 BUILDERS = {
     "ring": builders.ring,
@@ -38,6 +51,23 @@ BUILDERS = {
 }
 """Builders a YAML file may name under ``builder:``."""
 
+SCALE_PARAMETERS = {"atlas900_a2_pod": "servers", "atlas800_9000": "servers", "atlas900_a3_superpod": "nodes"}
+"""The builder parameter ``load_topology(..., servers=N)`` sets (the A3 builder counts nodes)."""
+
+_SCALE_INSTEAD = {"atlas800t_a2": "atlas900-a2-pod"}
+"""For a one-server builder, the built-in that takes a server count instead."""
+
+MAX_FILE_BYTES = 64 << 20
+"""Largest topology file read (64 MiB)."""
+
+MAX_YAML_NODES = 1_000_000
+"""Most YAML values (scalars, lists, mappings) a topology file may hold: about 0.5 GB while
+it is read, an explicit file of some 60,000 links. Larger topologies are built by a builder."""
+
+MAX_YAML_EXPANDED = 2_000_000
+"""Most values a file may hold once its aliases are expanded (a "billion laughs" file holds a
+few and expands to 10^9)."""
+
 _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance",
              "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
@@ -48,6 +78,10 @@ _NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_G
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
 _LINK_KEYS = {"src", "dst", "bandwidth_GBps", "latency_us", "tier", "inline_reduce", "bidirectional"}
+_PER_LEVEL = {"tiered_mesh": {"bandwidth_Bps", "latency_s", "inline_reduce"}}
+"""Builder parameters that take one value per level (a list in a file)."""
+_EFFICIENCY = (1e-6, 1e6)
+"""Range of a message regime's efficiencies in a file."""
 
 
 def builtin_dirs() -> list[Path]:
@@ -60,6 +94,297 @@ def builtin_names() -> list[str]:
     return sorted({p.stem for d in builtin_dirs() for p in d.glob("*.yaml")})
 
 
+# ---- reading a file ------------------------------------------------------------------------
+
+def _resolve(source) -> Path:
+    """The YAML file a ``topology`` argument names (a built-in name or a path)."""
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if not isinstance(source, str):
+        raise bad_value("topology", _brief(source), "a built-in name, a YAML path or a Topology")
+
+    def is_file(p: Path) -> bool:
+        try:
+            return p.is_file()
+        except (OSError, ValueError):  # a name too long, a NUL byte
+            return False
+
+    path = Path(source)
+    if path.suffix in (".yaml", ".yml") and is_file(path):
+        return path
+    if source in builtin_names():
+        for d in builtin_dirs():
+            if (d / f"{source}.yaml").is_file():
+                return d / f"{source}.yaml"
+    if is_file(path):
+        return path
+    try:
+        is_dir = path.is_dir()
+    except (OSError, ValueError):
+        is_dir = False
+    what = "a directory, not a YAML file" if is_dir and source else "not a built-in name or a YAML file"
+    raise bad_value("topology", str(source), f"{what}; built-in: {', '.join(builtin_names())}")
+
+
+def _read_text(path: Path) -> str:
+    """The file's text: at most MAX_FILE_BYTES, UTF-8 (a byte-order mark is dropped)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise WorkLimitError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB (hcsim.topology.io.MAX_FILE_BYTES); "
+                             "describe a large topology with a builder")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}); "
+                          "save it as UTF-8") from None
+
+
+try:
+    from yaml._yaml import CParser as _EventParser  # libyaml's scanner and parser: 4x faster
+except ImportError:  # pragma: no cover - PyYAML without libyaml
+    class _EventParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+        def __init__(self, stream):
+            yaml.reader.Reader.__init__(self, stream)
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+
+
+class _Loader(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver, _EventParser):
+    """PyYAML's safe loader over libyaml's event parser, with the nodes composed in Python
+    (libyaml's own composer recurses in C and crashes the process on deeply nested input;
+    Python's raises RecursionError) and counted (at most MAX_YAML_NODES)."""
+
+    check_node = yaml.composer.Composer.check_node
+    get_node = yaml.composer.Composer.get_node
+    get_single_node = yaml.composer.Composer.get_single_node
+
+    def __init__(self, stream):
+        _EventParser.__init__(self, stream)
+        yaml.composer.Composer.__init__(self)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        self.nodes = 0
+
+    def compose_node(self, parent, index):
+        self.nodes += 1
+        if self.nodes > MAX_YAML_NODES:
+            raise _TooLarge(f"more than {MAX_YAML_NODES:,} values (hcsim.topology.io.MAX_YAML_NODES)")
+        return yaml.composer.Composer.compose_node(self, parent, index)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _expanded_size(root) -> int:
+    """Values the document holds with every alias expanded (iteratively, each node once);
+    a node that contains itself through an alias is refused."""
+    size: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            on_path.discard(key)
+            kids = _children(node)
+            size[key] = min(1 + sum(size[id(k)] for k in kids), MAX_YAML_EXPANDED + 1)
+            continue
+        if key in size:
+            continue
+        if key in on_path:
+            raise _TooLarge("an alias refers to a value that contains it (a recursive structure)")
+        on_path.add(key)
+        stack.append((node, True))
+        stack.extend((k, False) for k in _children(node) if id(k) not in size)
+    return size[id(root)]
+
+
+def _children(node) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    return []
+
+
+def _parse(text: str, where: str):
+    """The YAML document in ``text`` (None for an empty one), or a one-line error."""
+    loader = None
+    try:
+        loader = _Loader(text)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node) > MAX_YAML_EXPANDED:
+            raise _TooLarge(f"its aliases expand to more than {MAX_YAML_EXPANDED:,} values "
+                            "(hcsim.topology.io.MAX_YAML_EXPANDED)")
+        return loader.construct_document(node)
+    except _TooLarge as exc:
+        raise WorkLimitError(f"{where}: refused: {exc}") from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ConfigError(f"{where}: not valid YAML ({at}{exc.problem or exc.context})") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{where}: not valid YAML ({str(exc).splitlines()[0] if str(exc) else 'unreadable'})") \
+            from None
+    except RecursionError:
+        raise ConfigError(f"{where}: not valid YAML (nested too deeply)") from None
+    except MemoryError:
+        raise WorkLimitError(f"{where}: refused: too large to read") from None
+    except (ValueError, TypeError, OverflowError, AttributeError) as exc:  # a date 2001-02-30, a 5,000-digit int
+        raise ConfigError(f"{where}: not valid YAML (a value cannot be read: {str(exc)[:80]})") from None
+    finally:
+        if loader is not None:
+            getattr(loader, "dispose", lambda: None)()
+
+
+def read_topology_file(source) -> tuple[dict | None, str]:
+    """``(document, path)``: the parsed YAML of a built-in name or a YAML path, not built."""
+    path = _resolve(source)
+    return _parse(_read_text(path), str(path)), str(path)
+
+
+# ---- checking values -----------------------------------------------------------------------
+
+class _Brief:
+    """A value shown by a short repr (a big or recursive container from a file is not printed whole)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 2, 4, 4, 3, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = 70, 60, 40
+
+
+def _brief(value):
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value  # errors.shown cuts these
+    try:
+        return _Brief(_REPR.repr(value))
+    except Exception:
+        return _Brief(f"<{type(value).__name__}>")
+
+
+def _bad(field: str, value, allowed: str) -> ConfigError:
+    return bad_value(field, _brief(value), allowed)
+
+
+def _mapping(field: str, value, allowed=None, none_ok: bool = True) -> dict:
+    """A mapping with string keys, each in ``allowed`` (if given); None is {} if ``none_ok``."""
+    if value is None and none_ok:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad(field, value, "expected a mapping" + (f" ({', '.join(sorted(allowed))})" if allowed else ""))
+    for k in value:
+        if not isinstance(k, str):
+            raise ConfigError(f"{field}: key {shown(_brief(k))}: keys are names (strings)")
+    if allowed is not None:
+        for k in value:
+            if k not in allowed:
+                raise ConfigError(f"{field}: unknown key {shown(k)}{_did_you_mean(k, allowed)}; "
+                                  f"allowed: {', '.join(sorted(allowed))}")
+    return value
+
+
+def _did_you_mean(name: str, known) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _sequence(field: str, value) -> list:
+    """A list (None is an empty one)."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise _bad(field, value, "a list")
+    return list(value)
+
+
+def _number(field: str, value, scale: float, lo: float, hi: float, unit: str, allow_inf=False) -> float:
+    """``value * scale`` for a real number whose scaled value lies in ``[lo, hi]`` (internal units)."""
+    pos = lo > 0
+    allowed = (f"a number of {unit} {'> 0' if pos else '>= 0'} (from {lo / scale:g} to {hi / scale:g}"
+               + (", or .inf" if allow_inf else "") + ")")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _bad(field, value, allowed + _yaml_float_hint(value))
+    try:
+        v = float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise _bad(field, value, allowed) from None
+    if v == math.inf and allow_inf:
+        return v
+    scaled = v * scale
+    if not lo <= scaled <= hi:  # NaN fails too
+        raise _bad(field, value, allowed)
+    return scaled + 0.0
+
+
+def _yaml_float_hint(value) -> str:
+    """YAML 1.1 (PyYAML) reads ``1e9`` as text: only ``1.0e9`` or ``1.0e+9`` is a number."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return ""
+        return f"; YAML reads {value!r} as text, write it with a dot and a signed exponent (1.0e+9)"
+    return ""
+
+
+def _gbps(field, value, allow_inf=False):
+    return _number(field, value, 1e9, MIN_BANDWIDTH_Bps, MAX_BANDWIDTH_Bps, "GB/s", allow_inf)
+
+
+def _us(field, value):
+    return _number(field, value, 1e-6, 0.0, MAX_TIME_s, "microseconds")
+
+
+def _efficiency(field, value):
+    return _number(field, value, 1.0, _EFFICIENCY[0], _EFFICIENCY[1], "(a fraction of the rate)")
+
+
+def _integer(field, value, lo, hi) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+        raise _bad(field, value, f"an integer from {lo} to {hi:,}")
+    return int(value)
+
+
+def _bool(field, value) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(field, value, "true or false")
+    return value
+
+
+def _one_of(field, value, options) -> str:
+    if not isinstance(value, str) or value not in options:
+        raise _bad(field, value, "one of " + ", ".join(options))
+    return value
+
+
+def _label(field, value) -> str:
+    """A name: a non-empty string (an integer such as ``0`` is read as its digits)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(value) < 10**18:
+        return str(int(value))
+    if not isinstance(value, str) or not value:
+        raise _bad(field, value, "a non-empty string")
+    return value
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
 def load_topology(source, **overrides) -> Topology:
     """Load a topology by built-in name, YAML path, or pass a Topology through.
 
@@ -69,234 +394,348 @@ def load_topology(source, **overrides) -> Topology:
         A built-in name (see ``hcsim topo list``) or a YAML file.
     **overrides
         Builder parameters replacing the file's (builder-form files only), in builder
-        units (``bandwidth_Bps=...``) or file units (``bandwidth_GBps=...``).
+        units (``bandwidth_Bps=...``) or file units (``bandwidth_GBps=...``). ``servers=N``
+        is understood by every topology: it sets the builder's own server count
+        (:func:`scale_parameter`: ``servers`` of the A2 pod and the 910A builder, ``nodes``
+        of the A3 superpod); a topology that has N servers already accepts it as is, and
+        any other (one fixed server, an explicit file, a generic builder) refuses it in one
+        line that says what to do instead.
+
+    Raises
+    ------
+    HcsimError
+        One line naming the file and the field, for anything that is not a topology.
 
     Examples
     --------
     >>> t = load_topology("atlas800t-a2")
     >>> t.num_npus
     8
+    >>> load_topology("atlas900-a3-superpod", servers=2).num_npus  # 2 nodes of 16 dies
+    32
     """
     if isinstance(source, Topology):
         if overrides:
-            raise ConfigError(f"overrides = {sorted(overrides)}: only apply when loading a file or name")
+            raise bad_value("overrides", sorted(overrides), "only apply when loading a file or a built-in name, "
+                            "not to a Topology object")
         return source
-    if not isinstance(source, (str, Path)):
-        raise ConfigError(f"topology = {source!r}: a built-in name, a YAML path or a Topology")
-    path = Path(source)
-    if not (path.suffix in (".yaml", ".yml") and path.is_file()):
-        for d in builtin_dirs():
-            cand = d / f"{source}.yaml"
-            if cand.is_file():
-                path = cand
-                break
-        else:
-            if path.is_file():
-                pass
-            else:
-                raise ConfigError(f"topology = {str(source)!r}: not a built-in name or a YAML file; "
-                                  f"built-in: {', '.join(builtin_names())}")
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0]
-        raise ConfigError(f"{path}: not valid YAML ({first})") from None
-    return topology_from_dict(doc, str(path), **overrides)
+    doc, where = read_topology_file(source)
+    return topology_from_dict(doc, where, **overrides)
 
 
-def _check_keys(where: str, d, allowed: set):
-    if not isinstance(d, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(d).__name__}")
-    unknown = sorted(set(d) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+def scale_parameter(source) -> str | None:
+    """The builder parameter ``load_topology(source, servers=N)`` sets (``"servers"`` or
+    ``"nodes"``), or None when the topology has no server count to change (one fixed server,
+    a generic builder, an explicit file or a Topology object).
 
-
-def _num(where, value, allow_zero=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{where} = {value!r}: a number")
-    if (value < 0) or (value == 0 and not allow_zero) or value != value:
-        raise ConfigError(f"{where} = {value!r}: must be {'>= 0' if allow_zero else '> 0'}")
-    return float(value)
-
-
-def _convert_params(where: str, params: dict) -> dict:
-    out = {}
-    for k, v in params.items():
-        if k.endswith("_GBps"):
-            out[k[:-5] + "_Bps"] = _num(f"{where}.{k}", v) * 1e9
-        elif k.endswith("_us"):
-            out[k[:-3] + "_s"] = _num(f"{where}.{k}", v, allow_zero=True) * 1e-6
-        else:
-            out[k] = v
-    return out
+    Examples
+    --------
+    >>> scale_parameter("atlas900-a3-superpod"), scale_parameter("atlas800t-a2")
+    ('nodes', None)
+    """
+    if isinstance(source, Topology):
+        return None
+    doc, _ = read_topology_file(source)
+    builder = doc.get("builder") if isinstance(doc, dict) else None
+    return SCALE_PARAMETERS.get(builder) if isinstance(builder, str) else None
 
 
 def topology_from_dict(doc, where: str = "topology", **overrides) -> Topology:
-    """Build a Topology from a parsed YAML document (see module docs for the schema)."""
-    _check_keys(where, doc, _TOP_KEYS)
-    name = doc.get("name", Path(where).stem)
-    description = doc.get("description", "")
+    """Build a Topology from a parsed YAML document (see module docs for the schema).
+
+    Every error is one line starting with ``where`` (the file) and naming the field path.
+    """
+    if not isinstance(where, str):
+        where = str(where)
     try:
-        if "builder" in doc:
-            for k in ("npus", "nodes", "links"):
-                if k in doc:
-                    raise ConfigError(f"{where}: key {k!r} cannot be used with 'builder'")
-            bname = doc["builder"]
-            if bname not in BUILDERS:
-                raise ConfigError(f"{where}: builder = {bname!r}: unknown; known: {', '.join(sorted(BUILDERS))}")
-            params = doc.get("params") or {}
-            _check_keys(f"{where}: params", params, set(params))
-            params = _convert_params(f"{where}: params", params)
-            params.update(_convert_params("override", overrides))
-            fn = BUILDERS[bname]
-            sig = inspect.signature(fn)
-            accepts_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-            allowed = [k for k, prm in sig.parameters.items() if prm.kind is not prm.VAR_KEYWORD]
-            for k in params:
-                if k not in sig.parameters and not (accepts_kwargs and k in {"reduce_Bps", "injection_Bps", "ejection_Bps", "half_duplex"}):
-                    raise ConfigError(f"{where}: params.{k}: unknown parameter of builder {bname!r} "
-                                      f"(allowed: {', '.join(allowed)})")
-            if "dims" in params and isinstance(params["dims"], list):
-                params["dims"] = tuple(params["dims"])
-            try:
-                topo = fn(**params)
-            except TypeError as exc:
-                raise ConfigError(f"{where}: builder {bname!r}: {exc}") from None
-            topo.name = name
-            if description:
-                topo.description = description
-            if "defaults" in doc:
-                topo.defaults = _defaults(where, doc["defaults"], topo.defaults)
-            topo.provenance = {"file": where, "builder": bname, **(doc.get("provenance") or {})}
-            if "product" in doc:
-                topo.product = _product(where, doc["product"])
-            return topo
-        if overrides:
-            raise ConfigError(f"{where}: overrides {sorted(overrides)} need a builder-form file")
-        topo = Topology(name, description, _defaults(where, doc.get("defaults") or {}, ExecutionDefaults()),
-                        provenance={"file": where, **(doc.get("provenance") or {})},
-                        product=_product(where, doc["product"]) if "product" in doc else None)
-        for i, n in enumerate(doc.get("npus") or []):
-            w = f"{where}: npus[{i}]"
-            _check_keys(w, n, _NPU_KEYS)
-            if "name" not in n:
-                raise ConfigError(f"{w}: missing key 'name'")
-            kw = {"server": n.get("server", 0), "pod": n.get("pod", 0), "local_index": n.get("local_index", 0),
-                  "half_duplex": bool(n.get("half_duplex", False))}
-            for key in ("reduce", "injection", "ejection", "exchange", "engine"):
-                if f"{key}_GBps" in n:
-                    kw[f"{key}_Bps"] = _num(f"{w}.{key}_GBps", n[f"{key}_GBps"]) * 1e9
-            try:
-                spec = NpuSpec(**kw)
-            except HcsimError as exc:
-                raise ConfigError(f"{w}: {exc}") from None
-            topo.add_npu(str(n["name"]), spec)
-        for i, n in enumerate(doc.get("nodes") or []):
-            w = f"{where}: nodes[{i}]"
-            _check_keys(w, n, _NODE_KEYS)
-            kind = n.get("kind", "switch")
-            if kind not in NODE_KINDS or kind == "npu":
-                raise ConfigError(f"{w}.kind = {kind!r}: one of switch, nic, pcie (NPUs go under 'npus')")
-            topo.add_node(str(n.get("name")), kind)
-        for i, link in enumerate(doc.get("links") or []):
-            w = f"{where}: links[{i}]"
-            _check_keys(w, link, _LINK_KEYS)
-            for k in ("src", "dst", "bandwidth_GBps"):
-                if k not in link:
-                    raise ConfigError(f"{w}: missing key {k!r}")
-            try:
-                spec = LinkSpec(_num(f"{w}.bandwidth_GBps", link["bandwidth_GBps"]) * 1e9,
-                                _num(f"{w}.latency_us", link.get("latency_us", 0.0), allow_zero=True) * 1e-6,
-                                link.get("tier", "generic"), bool(link.get("inline_reduce", False)))
-                topo.add_link(str(link["src"]), str(link["dst"]), spec, bool(link.get("bidirectional", True)))
-            except ConfigError as exc:
-                if str(exc).startswith(where):
-                    raise
-                raise ConfigError(f"{w}: {exc}") from None
-        if topo.num_npus < 1:
-            raise ConfigError(f"{where}: npus: at least one NPU is needed")
-        return topo
-    except ConfigError as exc:
+        return _from_dict(doc, where, overrides)
+    except HcsimError as exc:
         msg = str(exc)
-        if not msg.startswith(where):
+        if not msg.startswith(f"{where}: "):
             msg = f"{where}: {msg}"
-        raise ConfigError(msg) from None
+        raise type(exc)(msg) from None
 
 
-def _product(where, value):
-    if value is not None and value not in PRODUCTS:
-        raise ConfigError(f"{where}: product = {value!r}: one of {', '.join(PRODUCTS)}")
-    return value
+def _from_dict(doc, where: str, overrides: dict) -> Topology:
+    if not isinstance(doc, dict):
+        raise _bad("document", _Brief("None (an empty file)") if doc is None else doc, "expected a mapping of topology keys (name, description, builder and params, "
+                   "or npus, nodes and links, ...)")
+    _mapping("document", doc, _TOP_KEYS)
+    name = _label("name", doc["name"]) if "name" in doc else (Path(where).stem or "topology")
+    description = doc.get("description")
+    if description is None:
+        description = ""
+    elif not isinstance(description, str):
+        raise _bad("description", description, "a string")
+    provenance = _mapping("provenance", doc.get("provenance"))
+    product = None if doc.get("product") is None else _one_of("product", doc["product"], PRODUCTS)
+    servers = overrides.pop("servers", None)
+    if servers is not None:
+        servers = _integer("servers", servers, 1, MAX_NPUS)
+    if "builder" in doc:
+        for k in ("npus", "nodes", "links"):
+            if k in doc:
+                raise ConfigError(f"key {k!r} cannot be used with 'builder' (a builder makes the NPUs, nodes "
+                                  "and links)")
+        topo, bname = _built(doc, name, overrides, servers)
+        topo.name = name
+        if description:
+            topo.description = description
+        if "defaults" in doc:
+            topo.defaults = _defaults(doc["defaults"], topo.defaults)
+        topo.provenance = {"file": where, "builder": bname, **provenance}
+        if "product" in doc:
+            topo.product = product
+        if servers is not None:
+            _same_servers(topo, servers, f"builder {bname} has no server count: set its own parameters instead",
+                          _SCALE_INSTEAD.get(bname))
+        return topo
+    if overrides:
+        raise bad_value("overrides", sorted(overrides), "need a builder-form file (this one lists its NPUs, "
+                        "nodes and links)")
+    topo = Topology(name, description, _defaults(doc.get("defaults"), ExecutionDefaults()),
+                    provenance={"file": where, **provenance}, product=product)
+    _explicit(topo, doc)
+    if servers is not None:
+        _same_servers(topo, servers, "its file lists its NPUs, nodes and links: it cannot be scaled", None)
+    return topo
 
 
-def _defaults(where, d, base: ExecutionDefaults) -> ExecutionDefaults:
-    _check_keys(f"{where}: defaults", d, _DEFAULT_KEYS)
+def _same_servers(topo: Topology, servers: int, why: str, instead: str | None):
+    """``servers=N`` on a topology with no server count: fine if it has N servers already."""
+    have = len({(s.pod, s.server) for _, s in topo._npu_nodes()})
+    if have == servers:
+        return
+    if instead:
+        fixed = "one fixed server" if have == 1 else f"{have} fixed servers"
+        raise bad_value("servers", servers, f"topology {topo.name!r} is {fixed}; use {instead} for several servers")
+    raise bad_value("servers", servers, f"topology {topo.name!r} has {have} server(s) and {why}")
+
+
+def _file_name(param: str) -> str:
+    """A builder parameter as a file names it (``bandwidth_Bps`` -> ``bandwidth_GBps``)."""
+    if param.endswith("_Bps"):
+        return param[:-4] + "_GBps"
+    if param.endswith("_s"):
+        return param[:-2] + "_us"
+    return param
+
+
+def _builder_params(fn) -> tuple[dict, bool]:
+    """``({name: default or inspect.Parameter.empty}, takes NPU endpoint keywords)``."""
+    sig = inspect.signature(fn)
+    params = {k: p.default for k, p in sig.parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+    npu_kw = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    if npu_kw:
+        for k in builders.NPU_KEYWORDS:
+            params.setdefault(k, NpuSpec.__dataclass_fields__[k].default)
+    return params, npu_kw
+
+
+def _convert(bname: str, params: dict, field: str, key: str, value, units_ok: bool):
+    """``(builder parameter, value in builder units)`` for one file parameter or override."""
+    known = {_file_name(p): p for p in params}
+    if units_ok:
+        known.update({p: p for p in params})
+    if key not in known:
+        if not units_ok and key in params and key != _file_name(key):
+            raise _bad(f"{field}.{key}", value, f"files give {'GB/s' if key.endswith('_Bps') else 'microseconds'}: "
+                       f"write {_file_name(key)}")
+        raise _bad(f"{field}.{key}", value, f"not a parameter of builder {bname!r}{_did_you_mean(key, set(known))}; "
+                   f"known: {', '.join(sorted({_file_name(p) for p in params}))}")
+    param = known[key]
+    if key == param:  # already in builder units (or a plain parameter): the builder checks it
+        return param, value
+    default = params[param]
+    convert = _gbps if key.endswith("_GBps") else _us
+    extra = {"allow_inf": True} if param == "reduce_Bps" else {}
+    if value is None and default is None:
+        return param, None
+    if isinstance(value, (list, tuple)) and param in _PER_LEVEL.get(bname, ()):
+        if len(value) > 3:
+            raise _bad(f"{field}.{key}", value, "one value per level (at most 3)")
+        return param, tuple(convert(f"{field}.{key}[{i}]", v, **extra) for i, v in enumerate(value))
+    return param, convert(f"{field}.{key}", value, **extra)
+
+
+def _built(doc: dict, name: str, overrides: dict, servers: int | None) -> tuple[Topology, str]:
+    bname = doc["builder"]
+    if not isinstance(bname, str) or bname not in BUILDERS:
+        raise _bad("builder", bname, "unknown; known: " + ", ".join(sorted(BUILDERS)))
+    fn = BUILDERS[bname]
+    params, _ = _builder_params(fn)
+    given = _mapping("params", doc.get("params"))
+    kwargs, origin = {}, {}
+    for key, value in given.items():
+        param, v = _convert(bname, params, "params", key, value, units_ok=False)
+        kwargs[param], origin[param] = v, f"params.{key}"
+    from_overrides = {}
+    for key, value in overrides.items():
+        param, v = _convert(bname, params, "overrides", key, value, units_ok=True)
+        if param in from_overrides:
+            raise _bad(f"overrides.{key}", value, f"{param} is overridden twice ({from_overrides[param]} and {key})")
+        from_overrides[param] = key
+        kwargs[param], origin[param] = v, f"overrides.{key}"
+    scale = SCALE_PARAMETERS.get(bname)
+    if servers is not None and scale is not None:
+        if scale in from_overrides and scale != "servers":
+            raise bad_value("servers", servers, f"and {scale} = {shown(kwargs[scale])} both set the size of "
+                            f"builder {bname}: give one")
+        kwargs[scale], origin[scale] = servers, "servers" if scale == "servers" else f"servers (the builder's {scale})"
+    missing = [_file_name(p) for p, d in params.items() if d is inspect.Parameter.empty and p not in kwargs]
+    if missing:
+        raise ConfigError(f"params: builder {bname!r} needs {', '.join(missing)}")
+    try:
+        topo = fn(**kwargs)
+    except HcsimError as exc:
+        raise type(exc)(_rename(str(exc), origin, bname)) from None
+    except TypeError as exc:  # pragma: no cover - every argument is checked above
+        raise ConfigError(f"builder {bname!r}: {exc}") from None
+    return topo, bname
+
+
+def _rename(msg: str, origin: dict, bname: str) -> str:
+    """A builder's error in the file's terms: ``n = 1: ...`` -> ``params.n = 1: ...`` (a
+    parameter given as is), ``servers = 60: ... (the builder's nodes)`` (set by ``servers=``);
+    anything else (a value converted from file units, a size limit) names the builder."""
+    head, sep, rest = msg.partition(" = ")
+    src = origin.get(head) if sep else None
+    if src in (f"params.{head}", f"overrides.{head}", "servers"):
+        return msg if src == "servers" else f"{src.split('.')[0]}.{msg}"
+    if src is not None and src.startswith("servers"):
+        value, _, allowed = rest.partition(": ")
+        return f"servers = {value} ({src[len('servers ('):-1]}): {allowed}"
+    return f"builder {bname!r}: {msg}"
+
+
+def _explicit(topo: Topology, doc: dict) -> None:
+    npus, nodes, links = (_sequence(k, doc.get(k)) for k in ("npus", "nodes", "links"))
+    if len(npus) > MAX_NPUS or len(npus) + len(nodes) > MAX_NODES or len(links) > MAX_LINKS:
+        raise WorkLimitError(f"npus, nodes, links = {len(npus):,}, {len(nodes):,}, {len(links):,} entries: at most "
+                             f"{MAX_NPUS:,} NPUs, {MAX_NODES:,} nodes in all and {MAX_LINKS:,} links (hcsim.limits)")
+    for i, n in enumerate(npus):
+        w = f"npus[{i}]"
+        n = _mapping(w, n, _NPU_KEYS, none_ok=False)
+        if "name" not in n:
+            raise ConfigError(f"{w}: missing key 'name'")
+        kw = {k: _integer(f"{w}.{k}", n.get(k, 0), 0, MAX_NODES) for k in ("server", "pod", "local_index")}
+        kw["half_duplex"] = _bool(f"{w}.half_duplex", n.get("half_duplex", False))
+        for key in ("reduce", "injection", "ejection", "exchange", "engine"):
+            value = n.get(f"{key}_GBps")
+            if value is not None or (key == "reduce" and f"{key}_GBps" in n):  # null: no limit (reduce: a number)
+                kw[f"{key}_Bps"] = _gbps(f"{w}.{key}_GBps", value, allow_inf=key == "reduce")
+        _at(w, topo.add_npu, _label(f"{w}.name", n["name"]), _at(w, NpuSpec, **kw))
+    for i, n in enumerate(nodes):
+        w = f"nodes[{i}]"
+        n = _mapping(w, n, _NODE_KEYS, none_ok=False)
+        if "name" not in n:
+            raise ConfigError(f"{w}: missing key 'name'")
+        kind = n.get("kind", "switch")
+        if not isinstance(kind, str) or kind not in ("switch", "nic", "pcie"):
+            raise _bad(f"{w}.kind", kind, "one of switch, nic, pcie (NPUs go under 'npus')")
+        _at(w, topo.add_node, _label(f"{w}.name", n["name"]), kind)
+    directed = 0
+    for i, link in enumerate(links):
+        w = f"links[{i}]"
+        link = _mapping(w, link, _LINK_KEYS, none_ok=False)
+        for k in ("src", "dst", "bandwidth_GBps"):
+            if k not in link:
+                raise ConfigError(f"{w}: missing key {k!r}")
+        spec = _at(w, LinkSpec, _gbps(f"{w}.bandwidth_GBps", link["bandwidth_GBps"]),
+                   _us(f"{w}.latency_us", link.get("latency_us", 0.0)),
+                   _one_of(f"{w}.tier", link.get("tier", "generic"), LINK_TIERS),
+                   _bool(f"{w}.inline_reduce", link.get("inline_reduce", False)))
+        both = _bool(f"{w}.bidirectional", link.get("bidirectional", True))
+        directed += 2 if both else 1
+        if directed > MAX_LINKS:
+            raise WorkLimitError(f"{w}: more than {MAX_LINKS:,} directed links (hcsim.limits.MAX_LINKS)")
+        _at(w, topo.add_link, _label(f"{w}.src", link["src"]), _label(f"{w}.dst", link["dst"]), spec, both)
+    if topo.num_npus < 1:
+        raise ConfigError("npus: at least one NPU is needed")
+
+
+def _at(w: str, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` with its error prefixed by the entry it came from."""
+    try:
+        return fn(*args, **kwargs)
+    except HcsimError as exc:
+        raise type(exc)(f"{w}: {exc}") from None
+
+
+def _defaults(d, base: ExecutionDefaults) -> ExecutionDefaults:
+    d = _mapping("defaults", d, _DEFAULT_KEYS)
     kw = {"step_overhead_s": base.step_overhead_s, "launch_overhead_s": base.launch_overhead_s,
           "launch_overhead_by_collective_s": base.launch_overhead_by_collective_s,
           "expansion_mode": base.expansion_mode, "other_modes": base.other_modes,
           "message_regimes": base.message_regimes}
     for k, v in d.items():
+        f = f"defaults.{k}"
         if k == "message_regimes":
-            kw[k] = _regimes(f"{where}: defaults.message_regimes", v)
+            kw[k] = None if v is None else _regimes(f, v)
         elif k == "expansion_mode":
-            if v not in EXPANSION_MODES:
-                raise ConfigError(f"{where}: defaults.expansion_mode = {v!r}: one of {', '.join(EXPANSION_MODES)}")
-            kw["expansion_mode"] = v
+            kw["expansion_mode"] = _one_of(f, v, EXPANSION_MODES)
         elif k == "modes":
-            _check_keys(f"{where}: defaults.modes", v, set(EXPANSION_MODES))
             modes = []
-            for mode, figs in v.items():
-                _check_keys(f"{where}: defaults.modes.{mode}", figs, {"step_overhead_us", "launch_overhead_us"})
-                modes.append((mode, _num(f"{where}: defaults.modes.{mode}.step_overhead_us",
-                                         figs.get("step_overhead_us", 0.0), allow_zero=True) * 1e-6,
-                              _num(f"{where}: defaults.modes.{mode}.launch_overhead_us",
-                                   figs.get("launch_overhead_us", 0.0), allow_zero=True) * 1e-6))
+            for mode, figs in _mapping(f, v, set(EXPANSION_MODES)).items():
+                figs = _mapping(f"{f}.{mode}", figs, {"step_overhead_us", "launch_overhead_us"})
+                modes.append((mode, _us(f"{f}.{mode}.step_overhead_us", figs.get("step_overhead_us", 0.0)),
+                              _us(f"{f}.{mode}.launch_overhead_us", figs.get("launch_overhead_us", 0.0))))
             kw["other_modes"] = tuple(modes)
         elif k == "launch_overhead_by_collective_us":
             from ..algorithms.schedule import COLLECTIVES
 
-            _check_keys(f"{where}: defaults.{k}", v, set(COLLECTIVES))
             kw["launch_overhead_by_collective_s"] = tuple(
-                (c, _num(f"{where}: defaults.{k}.{c}", x, allow_zero=True) * 1e-6) for c, x in v.items())
+                (c, _us(f"{f}.{c}", x)) for c, x in _mapping(f, v, set(COLLECTIVES)).items())
         else:
-            kw[k[:-3] + "_s"] = _num(f"{where}: defaults.{k}", v, allow_zero=True) * 1e-6
+            kw[k[:-3] + "_s"] = _us(f, v)
     return ExecutionDefaults(**kw)
 
 
 def _regimes(where, v) -> MessageRegimes:
-    if not isinstance(v, list) or not v:
-        raise ConfigError(f"{where} = {v!r}: a list of {{from_bytes, overhead_us, efficiency}}, the first from 0")
+    allowed = "a list of {from_bytes, overhead_us, efficiency}, the first from 0"
+    if not isinstance(v, (list, tuple)) or not v:
+        raise _bad(where, v, allowed)
+    if len(v) > 64:
+        raise _bad(where, v, "at most 64 regimes")
     starts, overheads, effs, pairs, when, newp, many = [], [], [], [], [], [], []
     for i, r in enumerate(v):
-        if not isinstance(r, dict):
-            raise ConfigError(f"{where}[{i}] = {r!r}: a mapping with from_bytes, overhead_us, efficiency")
-        _check_keys(f"{where}[{i}]", r, _REGIME_KEYS)
-        starts.append(r.get("from_bytes"))  # MessageRegimes checks it
-        overheads.append(_num(f"{where}[{i}].overhead_us", r.get("overhead_us", 0.0), allow_zero=True) * 1e-6)
-        effs.append(_num(f"{where}[{i}].efficiency", r.get("efficiency", 1.0)))
-        pl = r.get("pair_limit", True)
-        if not isinstance(pl, bool):
-            raise ConfigError(f"{where}[{i}].pair_limit = {pl!r}: true or false")
-        pairs.append(pl)
-        w = r.get("overhead_when", "always")
-        if w not in OVERHEAD_WHEN:
-            raise ConfigError(f"{where}[{i}].overhead_when = {w!r}: one of {', '.join(OVERHEAD_WHEN)}")
-        when.append(w)
-        newp.append(_num(f"{where}[{i}].new_peer_efficiency", r.get("new_peer_efficiency", 1.0)))
-        many.append(_num(f"{where}[{i}].many_peer_efficiency", r.get("many_peer_efficiency", 1.0)))
+        w = f"{where}[{i}]"
+        r = _mapping(w, r, _REGIME_KEYS, none_ok=False)
+        if "from_bytes" not in r:
+            raise ConfigError(f"{w}: missing key 'from_bytes'")
+        starts.append(_integer(f"{w}.from_bytes", r["from_bytes"], 0, MAX_SIZE_BYTES))
+        overheads.append(_us(f"{w}.overhead_us", r.get("overhead_us", 0.0)))
+        effs.append(_efficiency(f"{w}.efficiency", r.get("efficiency", 1.0)))
+        pairs.append(_bool(f"{w}.pair_limit", r.get("pair_limit", True)))
+        when.append(_one_of(f"{w}.overhead_when", r.get("overhead_when", "always"), OVERHEAD_WHEN))
+        newp.append(_efficiency(f"{w}.new_peer_efficiency", r.get("new_peer_efficiency", 1.0)))
+        many.append(_efficiency(f"{w}.many_peer_efficiency", r.get("many_peer_efficiency", 1.0)))
     try:
         return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs),
                               None if all(w == "always" for w in when) else tuple(when),
                               None if all(e == 1 for e in newp) else tuple(newp),
                               None if all(e == 1 for e in many) else tuple(many))
-    except ConfigError as e:
-        raise ConfigError(f"{where}: {e}") from None
+    except HcsimError as e:
+        raise ConfigError(f"{where.rsplit('.', 1)[0]}.{e}") from None
 
 
 def save_topology(topo: Topology, path) -> Path:
     """Write a topology as an explicit-form YAML file that :func:`load_topology` reads back."""
+    if not isinstance(topo, Topology):
+        raise bad_value("topology", _brief(topo), "a Topology")
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if not isinstance(path, str) or not path:
+        raise bad_value("path", _brief(path), "a file path")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(topo.to_dict(), sort_keys=False))
+    try:
+        text = yaml.safe_dump(topo.to_dict(), sort_keys=False)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"topology {topo.name!r}: cannot be written as YAML ({str(exc).splitlines()[0]}); "
+                          "its provenance holds values YAML cannot represent") from None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except (OSError, ValueError) as exc:
+        raise bad_value("path", str(path), f"cannot be written ({getattr(exc, 'strerror', None) or exc})") from None
     return path
