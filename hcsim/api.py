@@ -26,6 +26,7 @@ from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, WorkLimitError, bad_value
 from .hccl.algo_env import parse_hccl_algo
+from .hccl.buffer import piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
         MAX_CALL_RANKS,
@@ -302,11 +303,12 @@ def _send_matrix(send_matrix, p: int):
 
 def loop_pieces(args, buffer_bytes) -> dict[int, int]:
     """``{piece size: loops}`` for a call run through a CCL buffer of ``buffer_bytes`` (None: no
-    buffer): full buffers, then the rest. AlltoAllV's matrix moves in one pass (not modelled)."""
+    buffer): :func:`hcsim.hccl.buffer.piece_sizes` counted without listing every loop."""
     if buffer_bytes is None or args.collective == "alltoallv":
-        return {args.nbytes: 1}
-    full, rest = divmod(args.nbytes, buffer_bytes)
-    return {n: k for n, k in ((buffer_bytes, full), (rest, 1)) if k and n}
+        return {args.nbytes: 1}  # alltoallv's matrix moves in one pass (piece_sizes)
+    piece = piece_bytes(args, buffer_bytes)
+    full, rest = divmod(args.nbytes, piece)
+    return {n: k for n, k in ((piece, full), (rest, 1)) if k and n}
 
 
 def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS) -> int:

@@ -163,3 +163,24 @@ def test_a_sweep_reports_points_over_the_work_bound_and_keeps_the_rest(capsys):
                  "--max-flow-updates", "10"]) == 0
     out = capsys.readouterr().out
     assert out.count("| refused") == 2 and "2 point(s) refused by a work bound" in out
+
+
+@pytest.mark.parametrize("collective, algo", [("allreduce", "ring"), ("allgather", "hd"), ("broadcast", "ring"),
+                                              ("alltoall", "pairwise"), ("reducescatter", "mesh")])
+def test_simulating_each_distinct_piece_once_equals_the_looped_schedule_with_barriers(collective, algo):
+    """simulate() runs each distinct CCL-buffer piece once; the reference is the whole looped
+    schedule (every piece behind a barrier of all ranks) through the engine, on a contended
+    leaf-spine."""
+    from hcsim.engine.des import EngineConfig, FlowSimulator
+    from hcsim.hccl.buffer import looped
+    from hcsim.hccl.selection import HcclConfig
+    from hcsim.topology.builders import leaf_spine
+
+    topo = leaf_spine(2, 4, 1, 10e9, 1e-6)
+    schedule = looped(get_algorithm(collective, algo), make_args(collective, 8, 1 << 20), 300_000)
+    assert len(schedule.barriers) >= 3
+    cfg = EngineConfig(step_overhead_s=1e-6, launch_overhead_s=2e-6, record=False)
+    reference = FlowSimulator(topo, topo.npus, schedule, cfg).run()
+    r = hcsim.simulate(topo, collective, 1 << 20, algo, hccl=HcclConfig(buffer_bytes=300_000),
+                       step_overhead_s=1e-6, launch_overhead_s=2e-6)
+    assert r.time_s == pytest.approx(reference, rel=1e-12)
