@@ -47,6 +47,18 @@ BUSBW_FACTOR = {
 """Bus-bandwidth factor per collective, as nccl-tests defines it."""
 
 
+def min_size(collective: str, p: int) -> int:
+    """Smallest size (nccl-tests convention) HCCL can be called with on ``p`` ranks.
+
+    AllGather, ReduceScatter, Scatter and Gather take a per-rank count and their size is
+    count x ranks; AlltoAll's is the per-rank send buffer, count x ranks: at least one byte per
+    rank. The others (AllReduce, Broadcast, Reduce, SendRecv, AlltoAllV's matrix) need one byte.
+    Below it, blocks of zero bytes could leave a call with nothing to move (a scatter of 1 byte
+    keeps its only byte at the root), so its time would be the launch alone, 0 without one.
+    """
+    return p if collective in ("allgather", "reducescatter", "scatter", "gather", "alltoall") else 1
+
+
 @dataclass(frozen=True)
 class CollectiveArgs:
     """What an algorithm is asked to schedule.
