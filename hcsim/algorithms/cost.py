@@ -3,7 +3,9 @@
 One step that moves and reduces n bytes costs ``alpha + n*beta + n*gamma`` (HCCL's
 docs, FACTS.md section 1). Closed forms are exact for sizes that split evenly into the
 algorithm's chunks; otherwise chunk sizes differ by one byte and the closed form uses the
-mean chunk, which is off by at most one byte per chunk.
+mean chunk, which is off by at most one byte per chunk (a rank pair's chunks in a step, and a
+reducing rank's p-1 senders' for gamma: ``tests/test_invariants.py``). Scatter and gather
+follow the uneven blocks exactly at every size.
 """
 
 from __future__ import annotations
