@@ -20,7 +20,7 @@ from .algorithms.registry import (
     make_args,
     run_builder,
 )
-from .algorithms.schedule import COLLECTIVES, REDUCING, check_structure
+from .algorithms.schedule import COLLECTIVES, REDUCING, check_structure, min_size
 from .analytical import path_parameters
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
@@ -168,6 +168,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods,
                      _send_matrix(send_matrix, len(rank_nodes)) if send_matrix is not None else None)
     nbytes = args.nbytes
+    if nbytes < min_size(collective, args.p):
+        raise bad_value("size", nbytes, _too_small(collective, args.p))
     defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
     if qps is None:
         qps = hccl.qps_per_connection if hccl is not None else 1
@@ -178,10 +180,12 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                        message_regimes=defaults.message_regimes, max_flow_updates=max_flow_updates)
     buffer_bytes = hccl.buffer_bytes if hccl is not None else None
     check_work(spec, args, buffer_bytes, max_transfers)
-    # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece, and
-    # no rank starts loop i+1 before the peers it exchanged with finished loop i (docs/architecture.md,
-    # "CCL-buffer loops"): a loop's time depends on its piece size alone, so each distinct piece
-    # size is simulated once and the loops add up, in both modes.
+    # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece;
+    # hcsim holds every rank until all have finished loop i (hccl/buffer.py: HCCL's closing
+    # handshakes are with the peers a rank exchanged with, which for the symmetric collectives comes
+    # to the same), so a loop's time depends on its piece size alone: each distinct piece size is
+    # simulated once and the loops add up, in both modes (equal to the looped schedule with
+    # Schedule.barriers through the engine; tests/test_robust_api.py).
     loops = loop_pieces(args, buffer_bytes)
     pieces = [(dataclasses.replace(args, nbytes=n), count) for n, count in loops.items()]
     schedules = [(run_builder(spec, piece), count) for piece, count in pieces]
@@ -370,6 +374,11 @@ def _truncated(pods, servers: int) -> tuple:
     return tuple(out)
 
 
+def _too_small(collective: str, p: int) -> str:
+    return (f"at least {min_size(collective, p)} bytes: {collective}'s size is count x ranks, at least one byte "
+            f"for each of the {p} ranks")
+
+
 def _too_much(spec, args, estimate: str, max_transfers: int) -> WorkLimitError:
     return WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks holds {estimate} "
                        f"transfers, more than max_transfers = {max_transfers}; use fewer ranks, a smaller size or "
@@ -439,8 +448,8 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         One row per (size, algorithm): collective, algorithm (as requested), mode, ranks,
         size_bytes, time_us, algbw_GBps, busbw_GBps, selected (the algorithm that ran; for
         ``"auto"`` and ``"best"`` the one chosen at that size). A point refused by a work
-        bound (:class:`~hcsim.errors.WorkLimitError`) has NaN times and the reason in a
-        ``refused`` column.
+        bound (:class:`~hcsim.errors.WorkLimitError`), or below one byte per rank where the
+        size is count x ranks, has NaN times and the reason in a ``refused`` column.
 
     Examples
     --------
@@ -459,15 +468,22 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     elif not isinstance(algorithms, (list, tuple)) or not algorithms:
         raise bad_value("algorithms", algorithms, "a non-empty list of algorithm names or callables, or None (all)")
     rows = []
+    p = len(topo.resolve_ranks(kwargs.get("ranks")))
+
+    def refused(algo, n, reason):
+        return {"collective": collective, "algorithm": getattr(algo, "__name__", algo), "mode": kwargs.get("mode", "des"),
+                "ranks": p, "size_bytes": n, "time_us": math.nan, "algbw_GBps": math.nan, "busbw_GBps": math.nan,
+                "refused": reason}
+
     for n in size_list:
         for algo in algorithms:
+            if n < min_size(collective, p):  # a range that starts below one byte per rank
+                rows.append(refused(algo, n, f"size = {n}: {_too_small(collective, p)}"))
+                continue
             try:
                 r = simulate(topo, collective, n, algo, **kwargs)
             except WorkLimitError as exc:  # one point over the work bound does not sink the sweep
-                rows.append({"collective": collective, "algorithm": getattr(algo, "__name__", algo),
-                             "mode": kwargs.get("mode", "des"), "ranks": len(topo.resolve_ranks(kwargs.get("ranks"))),
-                             "size_bytes": n, "time_us": math.nan, "algbw_GBps": math.nan, "busbw_GBps": math.nan,
-                             "refused": str(exc)})
+                rows.append(refused(algo, n, str(exc)))
                 continue
             row = r.row()
             row["selected"] = r.algorithm  # what ran: differs from the request for "auto" and "best"

@@ -40,7 +40,7 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
         out.append("")
     if "refused" in df and (df["refused"] != "").any():
         first = df[df["refused"] != ""].iloc[0]
-        out.append(f"# {int((df['refused'] != '').sum())} point(s) refused by a work bound, e.g. "
+        out.append(f"# {int((df['refused'] != '').sum())} point(s) refused, e.g. "
                    f"{first.algorithm} at {int(first.size_bytes)} B: {first.refused}")
         out.append("")
     ran = df[df["time_us"].notna()]

@@ -162,7 +162,7 @@ def test_a_sweep_reports_points_over_the_work_bound_and_keeps_the_rest(capsys):
     assert main(["sweep", "--op", "allreduce", "-b", "1M", "-e", "2M", "--algo", "ring,mesh",
                  "--max-flow-updates", "10"]) == 0
     out = capsys.readouterr().out
-    assert out.count("| refused") == 2 and "2 point(s) refused by a work bound" in out
+    assert out.count("| refused") == 2 and "2 point(s) refused, e.g. mesh" in out
 
 
 @pytest.mark.parametrize("collective, algo", [("allreduce", "ring"), ("allgather", "hd"), ("broadcast", "ring"),
@@ -184,3 +184,12 @@ def test_simulating_each_distinct_piece_once_equals_the_looped_schedule_with_bar
     r = hcsim.simulate(topo, collective, 1 << 20, algo, hccl=HcclConfig(buffer_bytes=300_000),
                        step_overhead_s=1e-6, launch_overhead_s=2e-6)
     assert r.time_s == pytest.approx(reference, rel=1e-12)
+
+
+def test_sizes_below_one_byte_per_rank_are_refused_where_the_size_is_count_x_ranks():
+    for collective in ("allgather", "reducescatter", "scatter", "gather", "alltoall"):
+        _one_line_error(lambda c=collective: hcsim.simulate(MESH, c, 3), "size")
+        assert hcsim.simulate(MESH, collective, 4).time_s > 0
+    assert hcsim.simulate(MESH, "allreduce", 1, launch_overhead_s=0, step_overhead_s=0).time_s > 0
+    df = hcsim.sweep(MESH, "allgather", ("2", "8"), algorithms=["ring"])
+    assert list(df["refused"] != "") == [True, False, False]
