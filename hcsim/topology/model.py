@@ -362,18 +362,28 @@ class Topology:
 
     def to_dict(self) -> dict:
         """Plain description (used by YAML save)."""
+        _check_graph(self)
         nodes, npus = [], []
         for n, d in self.graph.nodes(data=True):
             if d["kind"] == "npu":
                 npus.append({"name": n, **_npu_to_yaml(d["spec"])})
             else:
                 nodes.append({"name": n, "kind": d["kind"]})
-        links = []
+        links, written = [], set()
         for u, v, d in self.graph.edges(data=True):
+            if (u, v) in written:
+                continue
             s = d["spec"]
-            links.append({"src": u, "dst": v, "bandwidth_GBps": s.bandwidth_Bps / 1e9,
-                          "latency_us": s.latency_s * 1e6, "tier": s.tier,
-                          "inline_reduce": s.inline_reduce, "bidirectional": False})
+            link = {"src": u, "dst": v, "bandwidth_GBps": s.bandwidth_Bps / 1e9, "latency_us": s.latency_s * 1e6,
+                    "tier": s.tier}
+            if s.inline_reduce:
+                link["inline_reduce"] = True
+            back = self.graph.get_edge_data(v, u)
+            if back is not None and back["spec"] == s:  # one entry for both directions
+                written.add((v, u))
+            else:
+                link["bidirectional"] = False
+            links.append(link)
         defaults = {"step_overhead_us": self.defaults.step_overhead_s * 1e6,
                     "launch_overhead_us": self.defaults.launch_overhead_s * 1e6}
         if self.defaults.launch_overhead_by_collective_s:
