@@ -486,6 +486,21 @@ def test_a_graph_replaced_by_something_else_is_refused():
     assert "Topology(" in repr(t)
 
 
+def test_routes_of_any_length_and_summaries_of_edited_graphs():
+    from hcsim.topology.summary import summarize
+
+    net = ring(20_000, 1e9).compiled()  # a path of 10,000 hops, both ways round
+    paths = net.route(net.node_index["npu0"], net.node_index["npu10000"], "spray")
+    assert len(paths) == 2 and net.paths.res_ptr[-1] - net.paths.res_ptr[-2] == 10_000
+    t = ring(4, 1e9)
+    assert summarize(t)["npus"] == 4
+    t.graph.add_edge("npu0", "npu2")
+    one_line(lambda: summarize(t), "link npu0->npu2", kind=TopologyError)
+    t.graph = None
+    one_line(lambda: summarize(t), "graph = 'NoneType'")
+    one_line(lambda: summarize("atlas800t-a2"), "topology = 'str'")
+
+
 # ---- 5. specs and the Topology's own methods ---------------------------------------------------
 
 @pytest.mark.parametrize("make,needle", [

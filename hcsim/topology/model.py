@@ -498,6 +498,8 @@ def _check_graph(topo) -> list:
     returns the NPUs as :meth:`Topology._npu_nodes` does."""
     g = topo.graph
     where = f"topology {topo.name!r}"
+    if not isinstance(g, nx.DiGraph) or g.is_multigraph():
+        raise bad_value("graph", type(g).__name__, "a networkx DiGraph")
     if g.number_of_nodes() > MAX_NODES or g.number_of_edges() > MAX_LINKS:
         raise WorkLimitError(f"graph = {g.number_of_nodes():,} nodes, {g.number_of_edges():,} links: at most "
                              f"{MAX_NODES:,} nodes and {MAX_LINKS:,} links (hcsim.limits) in {where}")

@@ -49,29 +49,44 @@ def all_shortest_paths(out_adj, in_adj, src: int, dst: int, max_paths: int = MAX
     else:
         return []
 
-    def heads(v):  # link paths src -> v
-        if v == src:
-            yield ()
-            return
-        for u, link in preds_f[v]:
-            for h in heads(u):
-                yield h + (link,)
-
-    def tails(v):  # link paths v -> dst
-        if v == dst:
-            yield ()
-            return
-        for w, link in succs_b[v]:
-            for t in tails(w):
-                yield (link,) + t
-
+    # Paths through each meeting node m: the ways back to src times the ways on to dst, each
+    # walked depth first in the order the search recorded them (the first ``max_paths`` of each
+    # suffice). Iterative: a ring's path can be 65,536 hops long.
     paths = []
     for m in meet:
-        for h, t in itertools.product(heads(m), list(tails(m))):
+        heads = [tuple(reversed(h)) for h in _walks(m, src, preds_f, max_paths)]
+        tails = [tuple(t) for t in _walks(m, dst, succs_b, max_paths)]
+        for h, t in itertools.product(heads, tails):
             paths.append(h + t)
             if len(paths) >= max_paths:
                 return paths
     return paths
+
+
+def _walks(start: int, goal: int, steps, limit: int) -> list[list[int]]:
+    """The first ``limit`` walks from ``start`` to ``goal`` over ``steps`` (node -> [(next,
+    link)], every step one layer closer to ``goal``), depth first in ``steps``' order, as
+    lists of links in walk order."""
+    if start == goal:
+        return [[]]
+    out, links, frames = [], [], [iter(steps[start])]
+    while frames:
+        step = next(frames[-1], None)
+        if step is None:
+            frames.pop()
+            if links:
+                links.pop()
+            continue
+        node, link = step
+        links.append(link)
+        if node == goal:
+            out.append(list(links))
+            links.pop()
+            if len(out) >= limit:
+                break
+        else:
+            frames.append(iter(steps[node]))
+    return out
 
 
 def _grow_layer(front, adj, seen):

@@ -6,6 +6,17 @@ from collections import Counter
 
 import networkx as nx
 
+from ..errors import bad_value
+from .model import Topology, _check_graph
+
+
+def _checked(topo):
+    """``topo`` if it is a Topology whose graph hcsim can read (else one line)."""
+    if not isinstance(topo, Topology):
+        raise bad_value("topology", type(topo).__name__, "a Topology")
+    _check_graph(topo)
+    return topo
+
 
 def bisection_bandwidth_Bps(topo) -> float:
     """Max flow (bytes/s) from the first half of the NPUs (rank order) to the second half.
@@ -13,7 +24,7 @@ def bisection_bandwidth_Bps(topo) -> float:
     Exact minimum bisection is NP-hard in general; this is the cut for the rank-order split,
     which for the regular topologies hcsim builds is the usual bisection.
     """
-    npus = topo.npus
+    npus = _checked(topo).npus
     half = len(npus) // 2
     if half == 0:
         return 0.0
@@ -29,6 +40,7 @@ def bisection_bandwidth_Bps(topo) -> float:
 
 def summarize(topo) -> dict:
     """Plain facts about a topology, for ``hcsim topo show``."""
+    _checked(topo)
     kinds = Counter(d["kind"] for _, d in topo.graph.nodes(data=True))
     tiers: dict[str, dict] = {}
     for _, _, d in topo.graph.edges(data=True):
