@@ -120,6 +120,25 @@ def markdown(known: dict, now: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def table(report: Path) -> str:
+    """The Markdown table of a run report: cases per test and class, distinct findings."""
+    from fuzz.harness import CLASSES
+
+    data = json.loads(report.read_text())
+    lines = ["| test | " + " | ".join(CLASSES) + " | cases | distinct findings |",
+             "|---|" + "---:|" * (len(CLASSES) + 2)]
+    total = dict.fromkeys(CLASSES, 0)
+    for test in sorted(data["counts"]):
+        row = data["counts"][test]
+        for c in CLASSES:
+            total[c] += row.get(c, 0)
+        lines.append(f"| {test} | " + " | ".join(str(row.get(c, 0)) for c in CLASSES)
+                     + f" | {sum(row.values())} | {len(data['findings'].get(test, []))} |")
+    lines.append("| **total** | " + " | ".join(f"**{total[c]}**" for c in CLASSES)
+                 + f" | **{sum(total.values())}** | **{sum(len(v) for v in data['findings'].values())}** |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python tests/fuzz/run.py")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -127,7 +146,12 @@ def main(argv=None) -> int:
     rc.add_argument("reports", nargs="*", type=Path)
     rc.add_argument("--known", type=Path, default=Path("/tmp/hcsim_fuzz_cases/known_findings.json"))
     rc.add_argument("--out", type=Path, default=Path("/tmp/fuzz_findings.md"))
+    tb = sub.add_parser("table", help="print a run report's cases per test and class as a Markdown table")
+    tb.add_argument("report", type=Path)
     a = ap.parse_args(argv)
+    if a.cmd == "table":
+        print(table(a.report))
+        return 0
     known = recheck(a.known, a.reports, a.out)
     opened = sum(e["status"] == "open" for e in known.values())
     print(f"{len(known)} known findings, {opened} open, {len(known) - opened} fixed; written to {a.out}")

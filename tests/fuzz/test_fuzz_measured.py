@@ -42,10 +42,16 @@ def load_and_check(path, collective, ranks):
     return df
 
 
-@fuzz(st.tuples(measured_file(), COLLECTIVE_ARG, RANKS_ARG), weight=1.5)
+BAD_PATHS = [None, 1, "", "/", "/nonexistent/m.csv", "/dev/null", "docs", b"docs/data/published/hccl_test_sample.txt",
+             "docs/data/published/README.md", "topologies/atlas800t-a2.yaml", "pyproject.toml", "\x00"]
+
+
+@fuzz(st.tuples(measured_file(), COLLECTIVE_ARG, RANKS_ARG, st.sampled_from([None] * 11 + BAD_PATHS)), weight=1.5)
 def test_measured(case):
-    """load_measured on mutated hccl_test / nccl-tests / CSV files."""
-    (raw, origin, suffix), collective, ranks = case
-    path = write_case_file(raw, suffix)
-    repro = f"hcsim.backends.load_measured({str(path)!r}, {show(collective)}, {show(ranks)})  # {origin}"
+    """load_measured on mutated hccl_test / nccl-tests / CSV files (and a few paths that are not)."""
+    (raw, origin, suffix), collective, ranks, bad_path = case if len(case) == 4 else (*case, None)
+    path = write_case_file(raw, suffix) if bad_path is None else bad_path
+    if bad_path is not None:
+        origin = "a path that is not a measured file"
+    repro = f"hcsim.backends.load_measured({show(path if bad_path is not None else str(path))}, {show(collective)}, {show(ranks)})  # {origin}"
     return repro, guarded(load_and_check, path, collective, ranks)
