@@ -493,9 +493,11 @@ def _from_dict(doc, where: str, overrides: dict) -> Topology:
                 raise ConfigError(f"key {k!r} cannot be used with 'builder' (a builder makes the NPUs, nodes "
                                   "and links)")
         topo, bname = _built(doc, name, overrides, servers)
+        scaled = servers is not None and bname in SCALE_PARAMETERS
+        changed = {**overrides, **({"servers": servers} if scaled else {})}
         topo.name = name
-        if description:
-            topo.description = description
+        if description:  # the file's words describe its own parameters: say what was changed
+            topo.description = description + (f" (overridden: {_args(changed)})" if changed else "")
         if "defaults" in doc:
             topo.defaults = _defaults(doc["defaults"], topo.defaults)
         topo.provenance = {"file": where, "builder": bname, **provenance}
@@ -514,6 +516,10 @@ def _from_dict(doc, where: str, overrides: dict) -> Topology:
     if servers is not None:
         _same_servers(topo, servers, "its file lists its NPUs, nodes and links: it cannot be scaled", None)
     return topo
+
+
+def _args(kw: dict) -> str:
+    return ", ".join(f"{k} = {shown(_brief(v))}" for k, v in kw.items())
 
 
 def _same_servers(topo: Topology, servers: int, why: str, instead: str | None):
