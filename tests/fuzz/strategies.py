@@ -982,7 +982,7 @@ _CLI_SIZES = ["8", "64", "1K", "4K", "16K", "64K", "1KiB", "2kB", "0", "-8", "1.
 _CLI_JUNK = ["", " ", "-", "--", "-x", "--bogus", "--op", "-b", "=", "--op=", "\x00", "\n", "é", "a" * 500, "-1", "0",
              "2147483648", "99999999999999999999", "nan", "inf", "--help", "-h", "1e9", "None", "🙂"]
 _CLI_TOPOS = ["atlas800t-a2", "atlas800-9000", "atlas900-a2-pod", "atlas900-a3-superpod", "nonexistent", "",
-              "/dev/null", "/", "topologies/atlas800t-a2.yaml", "/etc/passwd"]
+              "/dev/null", "/", str(REPO / "topologies/atlas800t-a2.yaml"), "/etc/passwd", "topologies/atlas800t-a2.yaml"]
 
 
 def _flag_values(flag: str) -> list:

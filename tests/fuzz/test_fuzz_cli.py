@@ -3,6 +3,7 @@ stderr; it never raises, never prints a traceback, never reports an internal err
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from .harness import fuzz, guarded, run_cli
@@ -20,10 +21,23 @@ def materialize(argv, measured):
         elif tail == "@dir/":
             OUT_DIR.mkdir(parents=True, exist_ok=True)
             tail = str(OUT_DIR) + "/"
-        elif tail.startswith("@") and len(tail) > 1:
-            tail = out_path(tail[1:])
+        elif tail.startswith("@"):  # a bare '@' too: nothing is written into the working tree
+            tail = out_path(tail[1:] or "@")
         out.append(f"{head}{eq}{tail}")
     return out
+
+
+def run_cli_elsewhere(argv):
+    """run_cli with the working directory in the case folder: a junk token taken as an output
+    path (``--csv é``) must not write into the repository."""
+    here = os.getcwd()
+    scratch = OUT_DIR / "cwd"
+    scratch.mkdir(parents=True, exist_ok=True)
+    os.chdir(scratch)
+    try:
+        return run_cli(argv)
+    finally:
+        os.chdir(here)
 
 
 @fuzz(cli_argv().filter(lambda c: not forbidden_argv(c[0])), weight=2.0, shrink=shrink_argv)
@@ -34,4 +48,4 @@ def test_cli(case):
     note = f"  # measured file from {measured[1]}" if measured else ""
     printable = all(a.isprintable() and a.isascii() for a in real)
     repro = "hcsim " + shlex.join(real) if printable else f"hcsim.cli.main({real!r})"
-    return repro + note, guarded(run_cli, real)
+    return repro + note, guarded(run_cli_elsewhere, real)
