@@ -229,14 +229,8 @@ def _cmd_sweep(a) -> int:
 def _topology(a):
     from .topology.io import load_topology
 
-    if getattr(a, "servers", None) is None:
-        return load_topology(a.topology)
-    try:
-        return load_topology(a.topology, servers=a.servers)
-    except HcsimError as exc:
-        if "params.servers" not in str(exc):
-            raise
-        return load_topology(a.topology, nodes=a.servers)  # A3 counts nodes
+    servers = getattr(a, "servers", None)
+    return load_topology(a.topology) if servers is None else load_topology(a.topology, servers=servers)
 
 
 def _servers(topo):
@@ -562,8 +556,12 @@ def _main(argv) -> int:
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader (head, less) went away: nothing more to say
+        sys.stdout = None
+        return 0
     except OSError as exc:
-        print(f"hcsim: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"hcsim: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("hcsim: interrupted", file=sys.stderr)
