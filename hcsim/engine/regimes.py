@@ -11,12 +11,17 @@ every resource it crosses (so a less efficient regime also takes more of a share
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import bad_value
+
+EFFICIENCY_ALLOWED = "a number from 1e-6 to 1e6 (the share of the link rate a message gets)"
+
+
+def _efficiency(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and 1e-6 <= v <= 1e6
 
 
 @dataclass(frozen=True)
@@ -84,8 +89,8 @@ class MessageRegimes:
             if len(effs) != k:
                 raise bad_value(f"message_regimes.{name}", effs, f"{k} numbers, one per regime")
             for i, v in enumerate(effs):
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                    raise bad_value(f"message_regimes[{i}].{name}", v, "a finite number > 0")
+                if not _efficiency(v):
+                    raise bad_value(f"message_regimes[{i}].{name}", v, EFFICIENCY_ALLOWED)
         if self.overhead_when is not None and (len(self.overhead_when) != k
                                                or any(w not in OVERHEAD_WHEN for w in self.overhead_when)):
             raise bad_value("message_regimes.overhead_when", self.overhead_when,
@@ -104,11 +109,11 @@ class MessageRegimes:
             if i and b <= self.from_bytes[i - 1]:
                 raise bad_value(f"message_regimes[{i}].from_bytes", b, f"more than the regime before ({self.from_bytes[i - 1]})")
         for i, v in enumerate(self.overhead_s):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise bad_value(f"message_regimes[{i}].overhead_s", v, "a finite number of seconds >= 0")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e20:
+                raise bad_value(f"message_regimes[{i}].overhead_s", v, "seconds from 0 to 1e20")
         for i, v in enumerate(self.efficiency):
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-                raise bad_value(f"message_regimes[{i}].efficiency", v, "a finite number > 0")
+            if not _efficiency(v):
+                raise bad_value(f"message_regimes[{i}].efficiency", v, EFFICIENCY_ALLOWED)
 
     @property
     def trivial(self) -> bool:
