@@ -28,7 +28,7 @@ from hcsim.topology.builders import leaf_spine, ring, single_switch, tiered_mesh
 PAIRS = [(c, a) for c, algos in REGISTRY.items() for a in algos]
 EXACT_AT_EVERY_SIZE = ("scatter", "gather")  # closed forms that follow the byte-uneven blocks
 def fast(n: int):
-    return settings(max_examples=n, deadline=None,
+    return settings(max_examples=n, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -115,7 +115,9 @@ def test_modes_agree_on_a_full_mesh(pair, case, even, loops, data):
 @given(pair=st.sampled_from(PAIRS), case=mesh_case, data=st.data())
 def test_splitting_into_loops_never_makes_a_call_faster(pair, case, data):
     """HCCL runs each CCL-buffer loop as a complete collective (hccl/buffer.py): a call in
-    pieces costs at least what it costs in one pass, in both modes."""
+    pieces costs at least what it costs in one pass, in both modes, up to the byte rounding of
+    uneven chunks (a one-pass chunk may be a byte larger than the pieces' chunks add up to:
+    allreduce double_ring, p = 4, 161 bytes in pieces of 81 and 80)."""
     coll, algo = pair
     p = case["p"]
     topo = mesh_topology(p, case["bw"], case["lat"], case["red"])
@@ -123,10 +125,14 @@ def test_splitting_into_loops_never_makes_a_call_faster(pair, case, data):
     buf = whole_counts(data.draw(st.integers(1, size)), p)
     kw = dict(root=data.draw(st.integers(0, p - 1)), step_overhead_s=case["ovh"], launch_overhead_s=case["launch"],
               record=False, verify=False)
+    beta = 1 / case["bw"]
+    gamma = 0.0 if math.isinf(case["red"]) else 1 / case["red"]
+    slack = sum(rounding_slack(schedule_of(topo, coll, algo, size, kw["root"], HcclConfig(buffer_bytes=b)), beta, gamma)
+                for b in (1 << 40, buf))
     for mode in ("des", "analytical"):
         one = hcsim.simulate(topo, coll, size, algo, mode=mode, hccl=HcclConfig(buffer_bytes=1 << 40), **kw)
         split = hcsim.simulate(topo, coll, size, algo, mode=mode, hccl=HcclConfig(buffer_bytes=buf), **kw)
-        assert split.time_s >= one.time_s * (1 - 1e-12)
+        assert split.time_s >= one.time_s * (1 - 1e-12) - slack
 
 
 def test_loops_are_back_to_back_collectives():

@@ -689,7 +689,7 @@ def _check_load(text: str):
         return topo
 
 
-@settings(max_examples=120, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_docs())
 def test_mutated_builtin_files_load_or_fail_in_one_line(doc):
     try:
@@ -699,7 +699,7 @@ def test_mutated_builtin_files_load_or_fail_in_one_line(doc):
     _check_load(text)
 
 
-@settings(max_examples=80, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(BUILTIN), st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 4),
                                                      st.sampled_from(["", "\t", ":", "- ", "{", "]", "&a ", "*a",
                                                                       "!!", "'", "\n  ", "1e9", "0x", "--- "])),
