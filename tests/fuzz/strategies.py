@@ -321,7 +321,53 @@ class UserAlgorithm:
             return get_algorithm(args.collective, name).build(args)
         if self.kind == "empty":  # no steps: the postcondition cannot hold
             return hcsim.Schedule(args=args, num_chunks=1, steps=[], chunk_bytes=np.array([args.nbytes], dtype=np.int64))
-        raise AssertionError(self.kind)
+        return self._tampered(args)
+
+    def _tampered(self, args):
+        """A valid built-in schedule, then broken in one way (the verifier must say so in one line)."""
+        import dataclasses
+
+        from hcsim.algorithms.registry import get_algorithm
+        from hcsim.algorithms.schedule import LazySteps, Step
+
+        name = {"alltoall": "pairwise", "alltoallv": "pairwise", "broadcast": "tree", "reduce": "tree"}.get(
+            args.collective, "ring")
+        good = get_algorithm(args.collective, name).build(args)
+        steps = list(good.steps)
+        s0 = steps[0]
+
+        def step(**change):
+            fields = {f.name: getattr(s0, f.name) for f in dataclasses.fields(Step)}
+            fields.update(change)
+            return Step(**fields)
+
+        k = self.kind
+        if k == "self_transfer":
+            steps[0] = step(dst=s0.src.copy())
+        elif k == "rank_out_of_range":
+            steps[0] = step(dst=np.full_like(s0.dst, args.p))
+        elif k == "negative_rank":
+            steps[0] = step(src=np.full_like(s0.src, -1))
+        elif k == "negative_bytes":
+            steps[0] = step(nbytes=-s0.nbytes - 1)
+        elif k == "float_arrays":
+            steps[0] = step(nbytes=s0.nbytes.astype(float) + 0.5, src=s0.src.astype(float))
+        elif k == "ragged_step":
+            steps[0] = step(dst=s0.dst[:-1])
+        elif k == "not_steps":
+            steps = [1, "x", None]
+        elif k == "huge_chunk_count":
+            return dataclasses.replace(good, num_chunks=2**40)
+        elif k == "float_chunk_bytes":
+            return dataclasses.replace(good, chunk_bytes=np.asarray(good.chunk_bytes, dtype=float) + 0.25)
+        elif k == "many_lazy_steps":  # 10^9 steps, each the first one: must be refused, not walked
+            return dataclasses.replace(good, steps=LazySteps(10**9, lambda i: s0))
+        elif k == "other_collective":
+            other = "allgather" if args.collective != "allgather" else "allreduce"
+            return get_algorithm(other, "ring").build(dataclasses.replace(args, collective=other, send_matrix=None))
+        else:
+            raise AssertionError(k)
+        return dataclasses.replace(good, steps=steps)
 
     def __repr__(self):
         return f"UserAlgorithm({self.kind!r})"
@@ -340,7 +386,11 @@ _WEIRD_ALGORITHMS = ["", " ", "  ", "\t", "Ring", "RING", "ring ", " ring", "rin
                      "mesh/ring/ring/ring", "mesh/", "a" * 5000, "ring;mesh", "ring,mesh", 0, 1, -1, 1.5, True, [],
                      ["ring"], ("ring",), {"ring"}, {"name": "ring"}, b"ring", Expr(object(), "object()"),
                      UserAlgorithm("none"), UserAlgorithm("int"), UserAlgorithm("list"), UserAlgorithm("other_call"),
-                     UserAlgorithm("ring"), UserAlgorithm("empty"), "pipeline", "ahc", "rd", "rabenseifner", "bmtree",
+                     UserAlgorithm("ring"), UserAlgorithm("empty"), UserAlgorithm("self_transfer"),
+                     UserAlgorithm("rank_out_of_range"), UserAlgorithm("negative_rank"), UserAlgorithm("negative_bytes"),
+                     UserAlgorithm("float_arrays"), UserAlgorithm("ragged_step"), UserAlgorithm("not_steps"),
+                     UserAlgorithm("huge_chunk_count"), UserAlgorithm("float_chunk_bytes"),
+                     UserAlgorithm("many_lazy_steps"), UserAlgorithm("other_collective"), "pipeline", "ahc", "rd", "rabenseifner", "bmtree",
                      "double_ring", "tree", "star", "pairwise", "nb", "nhr", "hd", "mesh", "ring"]
 _WEIRD_COLLECTIVES = ["", " ", "  ", "AllReduce", "ALLREDUCE", "allreduce ", " allreduce", "all_reduce", "allreduce\n",
                       "all-reduce", "send", "recv", "barrier", "alltoallvc", "others", None, 0, 1, True, ["allreduce"],
