@@ -100,7 +100,8 @@ class Outcome:
         """What makes two findings the same: class, exception type, where, and the message's
         shape (numbers and quoted values blanked)."""
         shape = re.sub(r"'[^']*'|\"[^\"]*\"|\d+(\.\d+)?(e[-+]?\d+)?", "_", self.detail)[:120]
-        return f"{self.cls}|{self.where}|{shape}"
+        where = re.sub(r":\d+ ", " ", self.where)  # file and function, not the line: code moves
+        return f"{self.cls}|{where}|{shape}"
 
 
 def _hcsim_frame(exc: BaseException) -> str:

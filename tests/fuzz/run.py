@@ -74,6 +74,8 @@ def recheck(known_path: Path, reports: list[Path], out: Path) -> dict:
                     entry.update(repro=f["repro"], detail=f["detail"], case_file=f.get("case_file", ""))
                 entry["last_seen_in_run"] = data.get("started", now)
     for entry in known.values():
+        if entry.get("pinned"):  # a label set by hand (e.g. a contract conflict), not re-judged
+            continue
         try:
             again = _rerun(entry)
         except Exception as exc:  # noqa: BLE001 - a saved case that no longer loads
@@ -97,9 +99,11 @@ def recheck(known_path: Path, reports: list[Path], out: Path) -> dict:
 
 def markdown(known: dict, now: str) -> str:
     lines = [HEADER, f"Last re-check: {now}.\n"]
-    opened = [e for e in known.values() if e["status"] == "open"]
-    fixed = [e for e in known.values() if e["status"] == "FIXED"]
-    lines.append(f"**{len(opened)} open, {len(fixed)} fixed.**\n")
+    pinned = [e for e in known.values() if e.get("pinned")]
+    opened = [e for e in known.values() if e["status"] == "open" and not e.get("pinned")]
+    fixed = [e for e in known.values() if e["status"] == "FIXED" and not e.get("pinned")]
+    lines.append(f"**{len(opened)} open, {len(fixed)} fixed"
+                 + (f", {len(pinned)} contract conflict(s) to decide" if pinned else "") + ".**\n")
     for cls in FINDING_CLASSES:
         items = sorted((e for e in known.values() if e["cls"] == cls), key=lambda e: (e["status"] == "FIXED", e["test"]))
         if not items:
@@ -107,13 +111,15 @@ def markdown(known: dict, now: str) -> str:
         lines.append(f"\n## {cls} ({sum(e['status'] == 'open' for e in items)} open, "
                      f"{sum(e['status'] == 'FIXED' for e in items)} fixed)\n")
         for e in items:
-            status = "FIXED" if e["status"] == "FIXED" else "OPEN"
+            status = e.get("pinned") or ("FIXED" if e["status"] == "FIXED" else "OPEN")
             where = f" at `{e['where']}`" if e.get("where") else ""
             lines.append(f"- **{status}** [{e['test']}] {e['detail'][:300]}{where}")
             lines.append(f"  - repro: `{e['repro'][:600]}`")
             if e.get("note"):
                 lines.append(f"  - note: {e['note']}")
-            if status == "FIXED":
+            if e.get("pinned"):
+                pass
+            elif status == "FIXED":
                 lines.append(f"  - fixed: seen by re-check at {e.get('fixed_at', '?')}; now {e.get('now', '')[:200]}")
             else:
                 lines.append(f"  - first seen {e.get('first_seen', '?')}, seen {e.get('count', 1)}x in its first run")
