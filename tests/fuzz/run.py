@@ -159,7 +159,7 @@ def main(argv=None) -> int:
         print(table(a.report))
         return 0
     known = recheck(a.known, a.reports, a.out)
-    opened = sum(e["status"] == "open" for e in known.values())
+    opened = sum(e["status"] == "open" and not e.get("pinned") for e in known.values())
     print(f"{len(known)} known findings, {opened} open, {len(known) - opened} fixed; written to {a.out}")
     return 0
 
