@@ -159,7 +159,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
                row_algorithm(r, algorithm)) for r in rows]
 
     def predict(cand):  # a row the topology cannot run is named (predict_row)
-        return np.array([np.log(predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False).time_us / t)
+        return np.array([np.log(predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False).time_us / t)
                          for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))])
 
     start = predict(topo)

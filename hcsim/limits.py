@@ -48,6 +48,6 @@ MAX_EVALS = 10_000
 """Most evaluations of the whole measured set a calibration fit may ask for (each is one
 simulation per row); a measured set holds at most :data:`MAX_SWEEP_SIZES` rows."""
 
-MAX_CALIBRATION_SIMULATIONS = 2_000
+MAX_CALIBRATION_SIMULATIONS = 1_200
 """Most simulated points a calibration fit takes on (evaluations x measured points): a few
 seconds on an 8-NPU server; ``calibrate(max_simulations=...)`` raises it."""
