@@ -17,7 +17,7 @@ from .limits import MAX_SIZE_BYTES
 _BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
            "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 _DECIMAL = {"kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4}
-_SIZE_RE = re.compile(r"^[ \t]*([0-9]+)(?:\.([0-9]+))?[ \t]*([A-Za-z]*)[ \t]*$", re.ASCII)
+_SIZE_RE = re.compile(r"[ \t]*([0-9]+)(?:\.([0-9]+))?[ \t]*([A-Za-z]*)[ \t]*", re.ASCII)
 """Digits are ASCII only: a size is typed, and Unicode digits are refused rather than guessed."""
 
 GB = 1e9
@@ -55,7 +55,7 @@ def parse_size(value, field: str = "size") -> int:
             raise bad_value(field, value, allowed)
         nbytes = int(value)
     elif isinstance(value, str):
-        m = _SIZE_RE.match(value) if len(value) <= 64 else None
+        m = _SIZE_RE.fullmatch(value) if len(value) <= 64 else None
         if not m:
             raise bad_value(field, value, allowed)
         whole, frac, unit = m.groups()
