@@ -126,7 +126,7 @@ def test_buffer_loops_add_up_in_both_modes_and_never_beat_one_piece():
 
 
 @pytest.mark.parametrize("argv, expect", [
-    (["sweep", "--op", "allreduce", "-e", "64K", "--csv", "/nonexistent/x.csv"], "--csv"),
+    (["sweep", "--op", "allreduce", "-e", "64K", "--csv", "README.md/x.csv"], "--csv"),  # a file as its folder
     (["sweep", "--op", "allreduce", "-e", "64K", "--algo", " "], "--algo"),
     (["sweep", "--op", "allreduce", "-e", "64K", "--ranks", "\u00b2"], "ranks"),
     (["sweep", "--op", "allreduce", "-e", "64K", "--plot", "x.png", "--metric", "nope"], "--metric"),
