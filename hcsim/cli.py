@@ -43,9 +43,11 @@ def _writable(path, flag: str) -> None:
     folder = target.parent if str(target.parent) else Path(".")
     if not str(path).strip() or target.is_dir():
         raise HcsimError(f"{flag} = {str(path)!r}: a file path to write (not a folder)")
-    if not folder.is_dir():  # made now, as a plot's folder always was: fail before the run, not after
+    if not folder.is_dir():  # one missing level is made now (out/ for a plot): fail before the run, not after
+        if not folder.parent.is_dir():
+            raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder.parent)!r} does not exist")
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(exist_ok=True)
         except OSError as exc:
             raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder)!r} cannot be made "
                              f"({exc.strerror or exc})") from None
