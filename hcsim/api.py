@@ -272,9 +272,8 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
     if not _is_int(ecmp_seed) or not 0 <= ecmp_seed < 2**32:
         raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
     for name, v in (("step_overhead_s", step_overhead_s), ("launch_overhead_s", launch_overhead_s)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v)
-                              or v < 0):
-            raise bad_value(name, v, "seconds, a finite number >= 0 (or None: the topology's default)")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1e20):
+            raise bad_value(name, v, "seconds from 0 to 1e20 (or None: the topology's default)")
     if not (record == "auto" or record is True or record is False):
         raise bad_value("record", record, "'auto', True or False")
     if not (verify == "auto" or verify is True or verify is False):
@@ -493,4 +492,6 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     df = pd.DataFrame(rows)
     if "refused" in df:
         df["refused"] = df["refused"].fillna("")
+        if (df["refused"] != "").all():  # nothing ran: that is an error, not a table of refusals
+            raise WorkLimitError(f"every point refused, e.g. {df['refused'].iloc[0]}")
     return df

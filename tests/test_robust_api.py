@@ -193,3 +193,8 @@ def test_sizes_below_one_byte_per_rank_are_refused_where_the_size_is_count_x_ran
     assert hcsim.simulate(MESH, "allreduce", 1, launch_overhead_s=0, step_overhead_s=0).time_s > 0
     df = hcsim.sweep(MESH, "allgather", ("2", "8"), algorithms=["ring"])
     assert list(df["refused"] != "") == [True, False, False]
+
+
+def test_a_sweep_in_which_nothing_runs_is_an_error():
+    _one_line_error(lambda: hcsim.sweep(MESH, "allgather", ("1", "2")), "every point refused")
+    _one_line_error(lambda: hcsim.simulate(MESH, "allreduce", 8, step_overhead_s=10**400), "step_overhead_s")
