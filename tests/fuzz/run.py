@@ -160,7 +160,9 @@ def main(argv=None) -> int:
         return 0
     known = recheck(a.known, a.reports, a.out)
     opened = sum(e["status"] == "open" and not e.get("pinned") for e in known.values())
-    print(f"{len(known)} known findings, {opened} open, {len(known) - opened} fixed; written to {a.out}")
+    fixed = sum(e["status"] == "FIXED" and not e.get("pinned") for e in known.values())
+    print(f"{len(known)} known findings: {opened} open, {fixed} fixed, {len(known) - opened - fixed} pinned; "
+          f"written to {a.out}")
     return 0
 
 

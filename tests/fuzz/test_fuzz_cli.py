@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import shlex
 
-from .harness import fuzz, guarded, run_cli
+from hcsim.errors import HcsimError
+
+from .harness import Violation, fuzz, guarded, run_cli
 from .strategies import OUT_DIR, cli_argv, forbidden_argv, out_path, shrink_argv, write_case_file
 
 
@@ -40,6 +42,33 @@ def run_cli_elsewhere(argv):
         os.chdir(here)
 
 
+def run_and_check(argv):
+    """run_cli, and for a successful ``hccl-test``: its table read back by load_measured gives
+    the same sizes and times (the output is hccl_test's own format)."""
+    outcome = run_cli_elsewhere(argv)
+    if outcome.cls == "ok" and argv and argv[0] == "hccl-test" and "data_size(Bytes)" in outcome.value:
+        from hcsim.backends import load_measured
+
+        text = outcome.value
+        rows = [line.split("|") for line in text.splitlines() if line[:1].isdigit() and "|" in line]
+        path = write_case_file(text, ".txt")
+        from hcsim.hccl.hccl_test import BINARIES
+
+        # hccl_test prints no command line: the collective is given, as a user would
+        try:
+            df = load_measured(path, BINARIES.get(argv[1]))
+        except HcsimError as exc:
+            raise Violation(f"hcsim's own hccl-test output is refused by load_measured: {exc}") from None
+        if len(df) != len(rows):
+            raise Violation(f"hccl-test printed {len(rows)} rows, load_measured read {len(df)}")
+        for (size, t, *_), got_size, got_t in zip(rows, df["size_bytes"], df["time_us"], strict=True):
+            if int(size) != int(got_size) or abs(float(t) - float(got_t)) > 1e-9:
+                raise Violation(f"hccl-test row {size.strip()} | {t.strip()} read back as {got_size} | {got_t}")
+            if not float(t) > 0:
+                raise Violation(f"hccl-test printed aveg_time {t.strip()} for {size.strip()} bytes")
+    return outcome
+
+
 @fuzz(cli_argv().filter(lambda c: not forbidden_argv(c[0])), weight=2.0, shrink=shrink_argv)
 def test_cli(case):
     """hcsim sweep/select/hccl-test/topo/algos/validate/calibrate with random flags and values."""
@@ -48,4 +77,4 @@ def test_cli(case):
     note = f"  # measured file from {measured[1]}" if measured else ""
     printable = all(a.isprintable() and a.isascii() for a in real)
     repro = "hcsim " + shlex.join(real) if printable else f"hcsim.cli.main({real!r})"
-    return repro + note, guarded(run_cli_elsewhere, real)
+    return repro + note, guarded(run_and_check, real)
