@@ -51,6 +51,13 @@ def _rerun(finding: dict):
         case_fn = getattr(module, saved["test"]).case_fn
         _repro, outcome = case_fn(saved["case"])
         return outcome.cls, outcome.detail
+    if finding["test"] == "documented":
+        import shlex
+
+        from fuzz.test_fuzz_cli import run_cli_elsewhere
+
+        o = guarded(run_cli_elsewhere, shlex.split(finding["repro"])[1:])
+        return o.cls, o.detail
     if finding["test"] == "size_contract":
         from fuzz.test_fuzz_units import CONTRACT_SIZES, check_contract_size
 
