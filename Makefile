@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
+	mkdir -p out
 	$(BIN)/hcsim sweep --topology atlas800t-a2 --op allreduce -b 8 -e 1G -f 2 --plot out/demo_allreduce_busbw.png
 
 lint: $(STAMP)

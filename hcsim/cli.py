@@ -43,14 +43,8 @@ def _writable(path, flag: str) -> None:
     folder = target.parent if str(target.parent) else Path(".")
     if not str(path).strip() or target.is_dir():
         raise HcsimError(f"{flag} = {str(path)!r}: a file path to write (not a folder)")
-    if not folder.is_dir():  # one missing level is made now (out/ for a plot): fail before the run, not after
-        if not folder.parent.is_dir():
-            raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder.parent)!r} does not exist")
-        try:
-            folder.mkdir(exist_ok=True)
-        except OSError as exc:
-            raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder)!r} cannot be made "
-                             f"({exc.strerror or exc})") from None
+    if not folder.is_dir():  # checked before the run, not after it; nothing is made on the user's disk
+        raise HcsimError(f"{flag} = {str(path)!r}: folder {str(folder)!r} does not exist")
     if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
         raise HcsimError(f"{flag} = {str(path)!r}: not writable")
     if flag in ("--plot", "--draw") and target.suffix.lower() not in PLOT_FORMATS:
