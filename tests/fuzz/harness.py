@@ -302,7 +302,7 @@ FINDINGS: dict[str, dict[str, dict]] = defaultdict(dict)
 SLOWEST: dict[str, tuple[float, str]] = {}
 
 
-def _save_case(test: str, module: str, sig: str, case) -> str:
+def _save_case(test: str, module: str, sig: str, case, repro: str = "") -> str:
     """Pickle a finding's case so that ``python tests/fuzz/run.py recheck`` can run it again."""
     import hashlib
     import pickle
@@ -311,7 +311,8 @@ def _save_case(test: str, module: str, sig: str, case) -> str:
 
     folder = CASE_DIR / "findings"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{test}-{hashlib.sha1(sig.encode()).hexdigest()[:12]}.pkl"
+    # named by signature and reproducer: a later run's case for the same finding gets its own file
+    path = folder / f"{test}-{hashlib.sha1((sig + repro).encode()).hexdigest()[:16]}.pkl"
     try:
         path.write_bytes(pickle.dumps({"module": module, "test": f"test_{test}", "case": case}))
     except Exception:  # noqa: BLE001 - an unpicklable case keeps only its one-line reproducer
@@ -330,7 +331,7 @@ def record(test: str, repro: str, outcome: Outcome, case=None, module: str = "")
     if seen is None:
         FINDINGS[test][sig] = {"test": test, "cls": outcome.cls, "detail": outcome.detail, "where": outcome.where,
                                "repro": repro, "seconds": round(outcome.seconds, 3), "count": 1, "signature": sig,
-                               "case_file": _save_case(test, module, sig, case) if module else ""}
+                               "case_file": _save_case(test, module, sig, case, repro) if module else ""}
         path = os.environ.get("HCSIM_FUZZ_FINDINGS")
         if path:
             with open(path, "a") as fh:
@@ -341,7 +342,7 @@ def record(test: str, repro: str, outcome: Outcome, case=None, module: str = "")
             seen["repro"] = repro
             seen["detail"] = outcome.detail
             if module:
-                seen["case_file"] = _save_case(test, module, sig, case)
+                seen["case_file"] = _save_case(test, module, sig, case, repro)
 
 
 def findings_report(test: str) -> str:
