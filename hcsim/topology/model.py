@@ -589,6 +589,8 @@ class _Compiled:
         transfer whose receiver sends back to its sender in the same step, in a message
         regime where the transport does not overlap an exchange's directions).
         """
+        # Python ints from here on (a numpy seed or node index would overflow the ECMP hash).
+        src, dst, seed, qps = int(src), int(dst), int(seed), int(qps)
         key = (src, dst, policy, seed, qps, pair)
         hit = self._routes.get(key)
         if hit is not None:

@@ -104,10 +104,12 @@ def ecmp_index(src: int, dst: int, n_paths: int, seed: int = 0) -> int:
     """Deterministic ECMP choice for a flow between two nodes (a fixed integer hash).
 
     The same (src, dst, seed) always takes the same path, as a switch hashing a fixed
-    5-tuple does; a different seed models a different source port.
+    5-tuple does; a different seed models a different source port. Arguments may be any
+    integers (numpy's included): the hash runs on Python ints, so it never overflows.
     """
     if n_paths <= 1:
         return 0
+    src, dst, seed, n_paths = int(src), int(dst), int(seed), int(n_paths)
     x = (src * 0x9E3779B97F4A7C15 + dst * 0xC2B2AE3D27D4EB4F + seed * 0x165667B19E3779F9) & (2**64 - 1)
     x ^= x >> 29
     x = (x * 0xBF58476D1CE4E5B9) & (2**64 - 1)
