@@ -44,7 +44,7 @@ from ..topology.model import ROUTING_POLICIES
 from .fairshare import max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
-_COMPLETE, _ACTIVATE = 0, 1
+_COMPLETE, _ACTIVATE, _CALL = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,219 @@ class _StepState:
             self.pred = np.full(self.n, -1, dtype=np.int64)
 
 
+class Fabric:
+    """One network: the flows of every operation running on it, and its event queue.
+
+    Any number of :class:`FlowSimulator` runs (collectives, point-to-point messages) can share
+    one fabric: their flows take max-min fair shares of the same links and NPU endpoint
+    resources, and their events go through one queue processed instant by instant. Other work
+    (compute, a job's dependencies) joins through :meth:`call_at`. A run made without a fabric
+    gets one of its own, so a single collective works as it always has.
+
+    Parameters
+    ----------
+    net : compiled topology (``Topology.compiled()``)
+    max_flow_updates : int
+        Work bound (see :class:`EngineConfig`).
+    """
+
+    force_full_recompute = False
+    """Recompute max-min rates at every instant (tests compare this with the fast path)."""
+
+    def __init__(self, net, max_flow_updates: int = MAX_FLOW_UPDATES):
+        self.net = net
+        self.max_flow_updates = max_flow_updates
+        # Resource ids index these arrays; one extra, infinite resource pads short path rows.
+        self.pad = len(net.capacity_Bps)
+        self.capacity = np.append(net.capacity_Bps, np.inf)
+        self.res_count = np.zeros(self.pad + 1, dtype=np.int64)
+        self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
+        self.runs: list = []
+        self.heap: list = []
+        self.seq = 0
+        self._path_rows = -1
+        self._refresh_paths()
+        self._grow(1024)
+        self._need_full = False
+        self._next_drain = math.inf
+        self._t0 = 0.0
+        self.instants = 0
+        self.full_recomputes = 0
+        self.flow_updates = 0
+        """Flows whose max-min rate was recomputed, summed over every full recompute: the
+        engine's work, counted against ``max_flow_updates``."""
+
+    def attach(self, run) -> int:
+        """Register a run; returns its id in the slot table."""
+        self.runs.append(run)
+        return len(self.runs) - 1
+
+    def _refresh_paths(self):
+        """Path matrix and bottlenecks, again if the topology's path store has grown."""
+        rows = len(self.net.paths.latency_s)
+        if rows != self._path_rows:
+            self._path_mat = self.net.paths.matrix(self.pad)
+            self._path_bw = self.net.paths.arrays()[4]
+            self._path_rows = rows
+
+    # ---------------------------------------------------------------- events
+    def push(self, t, kind, run_id, k, idx):
+        heapq.heappush(self.heap, (t, kind, self.seq, run_id, k, idx))
+        self.seq += 1
+
+    def push_grouped(self, times, kind, run_id, k, idx):
+        """Push one heap entry per distinct time (usually there is just one)."""
+        first = times[0]
+        if times.size == 1 or (times == first).all():
+            self.push(float(first), kind, run_id, k, idx)
+            return
+        uniq, inv = np.unique(times, return_inverse=True)
+        for j, t in enumerate(uniq):
+            self.push(float(t), kind, run_id, k, idx[inv == j])
+
+    def call_at(self, t: float, fn) -> None:
+        """Call ``fn(now)`` at simulated time ``t``, within that instant."""
+        self.push(float(t), _CALL, -1, fn, None)
+
+    def start(self, now: float) -> None:
+        """Set the time origin that event merging is relative to."""
+        self._t0 = now
+
+    def next_time(self) -> float:
+        self._next_drain = float(self.s_end.min())
+        t = self.heap[0][0] if self.heap else math.inf
+        return min(t, self._next_drain)
+
+    def process(self, env: simpy.Environment):
+        """SimPy process: runs instants until nothing is left to happen."""
+        while True:
+            t = self.next_time()
+            if t == math.inf:
+                return
+            yield env.timeout(max(0.0, t - env.now))
+            self.instant(t)
+
+    def instant(self, now: float):
+        self.instants += 1
+        tol = 1e-12 * (now - self._t0) + 1e-18  # relative to the run's own time scale
+        if self._next_drain <= now + tol:
+            self._drain(now, tol)
+        while self.heap and self.heap[0][0] <= now + tol:
+            _, kind, _, rid, k, idx = heapq.heappop(self.heap)
+            if kind == _CALL:
+                k(now)
+                continue
+            run = self.runs[rid]
+            if kind == _ACTIVATE:
+                run._activate(run.states[k], idx, now)
+            else:
+                run._complete(run.states[k], idx, now)
+        if self._need_full or self.force_full_recompute:
+            self._recompute_rates(now)
+
+    # ---------------------------------------------------------------- flow slots
+    def _grow(self, need):
+        old = getattr(self, "s_end", np.zeros(0)).size
+        size = max(1024, old * 2, old + need)
+        def ext(name, fill, dtype):
+            a = np.full(size, fill, dtype=dtype)
+            if old:
+                a[:old] = getattr(self, name)
+            setattr(self, name, a)
+        ext("s_run", 0, np.int64)
+        ext("s_step", 0, np.int64)
+        ext("s_local", 0, np.int64)
+        ext("s_path", 0, np.int64)
+        ext("s_rem", 0.0, float)
+        ext("s_rate", 0.0, float)
+        ext("s_t0", 0.0, float)
+        ext("s_end", np.inf, float)
+        ext("s_active", False, bool)
+        free_old = getattr(self, "free", np.zeros(0, dtype=np.int64))[: getattr(self, "n_free", 0)]
+        self.free = np.concatenate([free_old, np.arange(size - 1, old - 1, -1, dtype=np.int64),
+                                    np.zeros(size, dtype=np.int64)])
+        self.n_free = free_old.size + size - old
+
+    def _alloc(self, m):
+        if self.n_free < m:
+            self._grow(m)
+        self.n_free -= m
+        return self.free[self.n_free:self.n_free + m].copy()
+
+    def _release(self, slots):
+        self.free[self.n_free:self.n_free + slots.size] = slots
+        self.n_free += slots.size
+
+    def add_flows(self, run_id, k, paths, tr, nbytes, now):
+        """Start flows of run ``run_id``'s step ``k``: transfer ``tr[i]`` moves ``nbytes[i]``
+        over path ``paths[i]``."""
+        res = self._path_mat[paths].ravel()
+        np.add.at(self.res_count, res, 1)
+        self.res_count[self.pad] = 0
+        if not self._need_full and (self.res_count[res] > 1).any():
+            self._need_full = True
+        slots = self._alloc(paths.size)
+        self.s_run[slots] = run_id
+        self.s_step[slots] = k
+        self.s_local[slots] = tr
+        self.s_path[slots] = paths
+        self.s_rem[slots] = nbytes
+        self.s_t0[slots] = now
+        self.s_active[slots] = True
+        if self._need_full or self.force_full_recompute:  # rates wait for the full recomputation
+            self.s_rate[slots] = 0.0
+        else:  # alone on every resource so far: its rate is its path's bottleneck
+            rate = self._path_bw[paths]
+            self.s_rate[slots] = rate
+            self.s_end[slots] = now + nbytes / rate
+
+    def _drain(self, now, tol):
+        done = np.flatnonzero(self.s_end <= now + tol)
+        if not done.size:
+            return
+        d_runs = self.s_run[done]
+        d_steps = self.s_step[done]
+        d_local = self.s_local[done]
+        freed = self._path_mat[self.s_path[done]].ravel()
+        np.subtract.at(self.res_count, freed, 1)
+        self.res_count[self.pad] = 0
+        if not self._need_full and (self.res_count[freed] > 0).any():
+            self._need_full = True  # someone still shares a freed resource: their rate may rise
+        self.s_end[done] = np.inf
+        self.s_active[done] = False
+        self._release(done)
+        if (d_runs == d_runs[0]).all():
+            self.runs[int(d_runs[0])]._drained(d_steps, d_local, now)
+            return
+        for rid in np.unique(d_runs).tolist():
+            sel = d_runs == rid
+            self.runs[rid]._drained(d_steps[sel], d_local[sel], now)
+
+    def _recompute_rates(self, now):
+        """Max-min rates for every active flow; only flows whose rate changed get a new end."""
+        self.full_recomputes += 1
+        active = np.flatnonzero(self.s_active)
+        self.flow_updates += active.size
+        if self.flow_updates > self.max_flow_updates:
+            raise WorkLimitError(
+                f"max_flow_updates = {self.max_flow_updates}: the run passed {self.flow_updates} flow-rate updates "
+                f"at {now:.6g} s of simulated time (contention made {active.size} concurrent flows finish apart); "
+                "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
+        mat = self._path_mat[self.s_path[active]]
+        flow = np.broadcast_to(np.arange(active.size)[:, None], mat.shape)
+        real = mat != self.pad
+        rates = max_min_rates(flow[real], mat[real], self.capacity, active.size)
+        sel = rates != self.s_rate[active]
+        changed, new = active[sel], rates[sel]
+        if changed.size:
+            rem = self.s_rem[changed] - self.s_rate[changed] * (now - self.s_t0[changed])
+            self.s_rem[changed] = rem
+            self.s_t0[changed] = now
+            self.s_rate[changed] = new
+            self.s_end[changed] = now + rem / new
+        self._need_full = False
+
+
 class FlowSimulator:
     """Runs one schedule on one topology and collects timings.
 
@@ -195,6 +408,10 @@ class FlowSimulator:
         NPU node of each rank.
     schedule : Schedule
     config : EngineConfig
+    fabric : Fabric, optional
+        The network to run on, shared with other runs; by default one of its own.
+    on_finish : callable, optional
+        ``on_finish(ranks, now)``, called as ranks (an array) leave the schedule's last step.
 
     Examples
     --------
@@ -206,11 +423,14 @@ class FlowSimulator:
     3.0
     """
 
-    force_full_recompute = False
-    """Recompute max-min rates at every instant (tests compare this with the fast path)."""
-
-    def __init__(self, topo, rank_nodes, schedule, config: EngineConfig):
+    def __init__(self, topo, rank_nodes, schedule, config: EngineConfig, fabric: Fabric | None = None,
+                 on_finish=None):
         self.net = topo.compiled()
+        if fabric is not None and fabric.net is not self.net:
+            raise ValueError("a run must share its fabric's compiled topology")
+        self.fabric = fabric if fabric is not None else Fabric(self.net, config.max_flow_updates)
+        self.id = self.fabric.attach(self)
+        self.on_finish = on_finish
         self.schedule = schedule
         self.cfg = config
         self.p = schedule.p
@@ -218,20 +438,15 @@ class FlowSimulator:
         self.rank_node = np.array([self.net.node_index[n] for n in rank_nodes], dtype=np.int64)
         self.n_nodes = len(self.net.node_names)
         self.reduce_Bps = self.net.reduce_Bps[self.rank_node]
-        # Resource ids index these arrays; one extra, infinite resource pads short path rows.
-        self.pad = len(self.net.capacity_Bps)
-        self.capacity = np.append(self.net.capacity_Bps, np.inf)
-        self.res_count = np.zeros(self.pad + 1, dtype=np.int64)
+        self.pad = self.fabric.pad
         self.path_bytes = np.zeros(0)
         # ranks
         self.cur_step = np.full(self.p, -1, dtype=np.int64)
         self.outstanding = np.zeros(self.p, dtype=np.int64)
         self.rank_gate = np.full(self.p, -1, dtype=np.int64)
+        self.enter_s = np.full(self.p, np.nan)
         self.finish_s = np.full(self.p, np.nan)
-        self.reduce_free = np.zeros(self.p)
         self._mark = np.zeros(self.p, dtype=bool)  # scratch, all False between uses
-        self._next_drain = math.inf
-        self._t0 = 0.0
         # steps
         self.states: dict[int, _StepState] = {}
         self.done_states: list[_StepState] = []
@@ -247,17 +462,27 @@ class FlowSimulator:
         self._limits_exchanges = bool(self.net.exchange_res)
         self._new_peer = (new_peers(schedule.steps) if self._regimes is not None and self._regimes.peer_aware
                           else None)
-        # events
-        self.heap: list = []
-        self.seq = 0
-        # flow slot table
-        self._grow(1024)
-        self._need_full = False
-        self.instants = 0
-        self.full_recomputes = 0
-        self.flow_updates = 0
-        """Flows whose max-min rate was recomputed, summed over every full recompute: the
-        engine's work, counted against ``EngineConfig.max_flow_updates``."""
+
+    # the fabric's counters (a run alone on its fabric: its own)
+    @property
+    def instants(self) -> int:
+        return self.fabric.instants
+
+    @property
+    def full_recomputes(self) -> int:
+        return self.fabric.full_recomputes
+
+    @property
+    def flow_updates(self) -> int:
+        return self.fabric.flow_updates
+
+    @property
+    def force_full_recompute(self) -> bool:
+        return self.fabric.force_full_recompute
+
+    @force_full_recompute.setter
+    def force_full_recompute(self, value: bool):
+        self.fabric.force_full_recompute = value
 
     # ---------------------------------------------------------------- public
     def run(self, env: simpy.Environment | None = None) -> float:
@@ -290,7 +515,7 @@ class FlowSimulator:
             st = _StepState(k, step, self._routing(step), 0, False, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k])
             r = st.route
-            bw = (self._path_bw[r.sub_path] if r.single
+            bw = (self.fabric._path_bw[r.sub_path] if r.single
                   else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
                                  for i in range(st.n)]))
             start = np.maximum(enter[st.src], enter[st.dst]) + cfg.step_overhead_s + r.lat
@@ -318,33 +543,38 @@ class FlowSimulator:
         key = tuple(paths.tolist())
         bw = cache.get(key)
         if bw is None:
-            mat = self._path_mat[paths]
+            mat = self.fabric._path_mat[paths]
             flow = np.broadcast_to(np.arange(len(paths))[:, None], mat.shape)
             real = mat != self.pad
-            rates = max_min_rates(flow[real], mat[real], self.capacity, len(paths))
+            rates = max_min_rates(flow[real], mat[real], self.fabric.capacity, len(paths))
             bw = cache[key] = float(len(paths) * rates.min())
         return bw
 
     def process(self, env: simpy.Environment):
         """SimPy process: drives the schedule; its value is the time it took (s)."""
-        t0 = self._t0 = env.now
+        t0 = env.now
+        self.fabric.start(t0)
         if self.cfg.launch_overhead_s:
             yield env.timeout(self.cfg.launch_overhead_s)
         now = env.now
-        self._enter(np.arange(self.p), 0, now)
-        self._instant(now)
-        while True:
-            t = self._next_time()
-            if t == math.inf:
-                break
-            yield env.timeout(max(0.0, t - env.now))
-            self._instant(t)
+        self.enter(np.arange(self.p), now)
+        self.fabric.instant(now)
+        yield from self.fabric.process(env)
+        self.check_finished()
+        return float(self.finish_s.max()) - t0
+
+    def enter(self, ranks: np.ndarray, now: float) -> None:
+        """Ranks (collective rank numbers) start the schedule at ``now``."""
+        self.enter_s[ranks] = now
+        self._enter(ranks, 0, now)
+
+    def check_finished(self) -> None:
+        """Raise :class:`StuckScheduleError` naming the ranks that never finished."""
         if np.isnan(self.finish_s).any():
             stuck = np.flatnonzero(np.isnan(self.finish_s))
             listed = ", ".join(f"{int(r)} (step {int(self.cur_step[r])})" for r in stuck[:8])
             raise StuckScheduleError(f"schedule {self.schedule.algorithm} made no progress: ranks {listed}"
                                      f"{' ...' if len(stuck) > 8 else ''} never finished")
-        return float(self.finish_s.max()) - t0
 
     # ---------------------------------------------------------------- steps
     def _routing(self, step) -> _StepRouting:
@@ -376,8 +606,7 @@ class FlowSimulator:
                              n_out + n_in, bool((g_n == 1).all()),
                              bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
         self._route_cache = (step.src, step.dst, route, step.nbytes)
-        self._path_mat = net.paths.matrix(self.pad)
-        self._path_bw = net.paths.arrays()[4]
+        self.fabric._refresh_paths()
         if self.path_bytes.size < len(p_lat):
             self.path_bytes = np.concatenate([self.path_bytes, np.zeros(len(p_lat) - self.path_bytes.size)])
         return route
@@ -410,6 +639,8 @@ class FlowSimulator:
             if k >= self.n_steps:
                 self.cur_step[ranks] = self.n_steps
                 self.finish_s[ranks] = now
+                if self.on_finish is not None:
+                    self.on_finish(ranks, now)
                 return
             if k in self.barriers:  # wait here until every rank has finished the steps before k
                 self.cur_step[ranks] = k
@@ -455,74 +686,9 @@ class FlowSimulator:
             st.pred[idx] = self.rank_gate[gate]
         self.step_ready_s[st.k] = min(self.step_ready_s[st.k], now)
         t = now + self.cfg.step_overhead_s + st.route.lat[idx]
-        self._push_grouped(t if st.extra_s is None else t + st.extra_s[idx], _ACTIVATE, st.k, idx)
+        self.fabric.push_grouped(t if st.extra_s is None else t + st.extra_s[idx], _ACTIVATE, self.id, st.k, idx)
 
-    def _push(self, t, kind, k, idx):
-        heapq.heappush(self.heap, (t, kind, self.seq, k, idx))
-        self.seq += 1
-
-    def _push_grouped(self, times, kind, k, idx):
-        """Push one heap entry per distinct time (usually there is just one)."""
-        first = times[0]
-        if times.size == 1 or (times == first).all():
-            self._push(float(first), kind, k, idx)
-            return
-        uniq, inv = np.unique(times, return_inverse=True)
-        for j, t in enumerate(uniq):
-            self._push(float(t), kind, k, idx[inv == j])
-
-    # ---------------------------------------------------------------- flow slots
-    def _grow(self, need):
-        old = getattr(self, "s_end", np.zeros(0)).size
-        size = max(1024, old * 2, old + need)
-        def ext(name, fill, dtype):
-            a = np.full(size, fill, dtype=dtype)
-            if old:
-                a[:old] = getattr(self, name)
-            setattr(self, name, a)
-        ext("s_step", 0, np.int64)
-        ext("s_local", 0, np.int64)
-        ext("s_path", 0, np.int64)
-        ext("s_rem", 0.0, float)
-        ext("s_rate", 0.0, float)
-        ext("s_t0", 0.0, float)
-        ext("s_end", np.inf, float)
-        ext("s_active", False, bool)
-        free_old = getattr(self, "free", np.zeros(0, dtype=np.int64))[: getattr(self, "n_free", 0)]
-        self.free = np.concatenate([free_old, np.arange(size - 1, old - 1, -1, dtype=np.int64),
-                                    np.zeros(size, dtype=np.int64)])
-        self.n_free = free_old.size + size - old
-
-    def _alloc(self, m):
-        if self.n_free < m:
-            self._grow(m)
-        self.n_free -= m
-        return self.free[self.n_free:self.n_free + m].copy()
-
-    def _release(self, slots):
-        self.free[self.n_free:self.n_free + slots.size] = slots
-        self.n_free += slots.size
-
-    # ---------------------------------------------------------------- instants
-    def _next_time(self) -> float:
-        self._next_drain = float(self.s_end.min())
-        t = self.heap[0][0] if self.heap else math.inf
-        return min(t, self._next_drain)
-
-    def _instant(self, now: float):
-        self.instants += 1
-        tol = 1e-12 * (now - self._t0) + 1e-18  # relative to this collective's own time scale
-        if self._next_drain <= now + tol:
-            self._drain(now, tol)
-        while self.heap and self.heap[0][0] <= now + tol:
-            _, kind, _, k, idx = heapq.heappop(self.heap)
-            if kind == _ACTIVATE:
-                self._activate(self.states[k], idx, now)
-            else:
-                self._complete(self.states[k], idx, now)
-        if self._need_full or self.force_full_recompute:
-            self._recompute_rates(now)
-
+    # ---------------------------------------------------------------- flows of this run
     def _activate(self, st: _StepState, idx, now):
         if self.cfg.record:
             st.t_start[idx] = now
@@ -542,39 +708,10 @@ class FlowSimulator:
             paths, tr, nbytes = paths[keep], tr[keep], nbytes[keep]
             if not paths.size:
                 return
-        res = self._path_mat[paths].ravel()
-        np.add.at(self.res_count, res, 1)
-        self.res_count[self.pad] = 0
-        if not self._need_full and (self.res_count[res] > 1).any():
-            self._need_full = True
-        slots = self._alloc(paths.size)
-        self.s_step[slots] = st.k
-        self.s_local[slots] = tr
-        self.s_path[slots] = paths
-        self.s_rem[slots] = nbytes
-        self.s_t0[slots] = now
-        self.s_active[slots] = True
-        if self._need_full or self.force_full_recompute:  # rates wait for the full recomputation
-            self.s_rate[slots] = 0.0
-        else:  # alone on every resource so far: its rate is its path's bottleneck
-            rate = self._path_bw[paths]
-            self.s_rate[slots] = rate
-            self.s_end[slots] = now + nbytes / rate
+        self.fabric.add_flows(self.id, st.k, paths, tr, nbytes, now)
 
-    def _drain(self, now, tol):
-        done = np.flatnonzero(self.s_end <= now + tol)
-        if not done.size:
-            return
-        d_steps = self.s_step[done]
-        d_local = self.s_local[done]
-        freed = self._path_mat[self.s_path[done]].ravel()
-        np.subtract.at(self.res_count, freed, 1)
-        self.res_count[self.pad] = 0
-        if not self._need_full and (self.res_count[freed] > 0).any():
-            self._need_full = True  # someone still shares a freed resource: their rate may rise
-        self.s_end[done] = np.inf
-        self.s_active[done] = False
-        self._release(done)
+    def _drained(self, d_steps, d_local, now):
+        """The fabric drained these flows (step, local transfer index) of this run."""
         ks = [int(d_steps[0])] if (d_steps == d_steps[0]).all() else np.unique(d_steps).tolist()
         for k in ks:
             st = self.states[k]
@@ -608,11 +745,12 @@ class FlowSimulator:
         csum = np.cumsum(cost)
         group = np.cumsum(first) - 1
         before = (csum - cost)[first][group]
-        start = np.maximum(now, self.reduce_free[dst])
+        unit = self.fabric.reduce_free  # the NPU's reduction unit, shared by every run on it
+        start = np.maximum(now, unit[self.rank_node[dst]])
         done = start + (csum - before)
         last = np.concatenate([first[1:], [True]])
-        self.reduce_free[dst[last]] = done[last]
-        self._push_grouped(done, _COMPLETE, st.k, idx)
+        unit[self.rank_node[dst[last]]] = done[last]
+        self.fabric.push_grouped(done, _COMPLETE, self.id, st.k, idx)
 
     def _complete(self, st: _StepState, idx, now):
         if self.cfg.record:
@@ -650,27 +788,3 @@ class FlowSimulator:
             st = self.states.pop(k)
             if self.cfg.record:
                 self.done_states.append(st)
-
-    def _recompute_rates(self, now):
-        """Max-min rates for every active flow; only flows whose rate changed get a new end."""
-        self.full_recomputes += 1
-        active = np.flatnonzero(self.s_active)
-        self.flow_updates += active.size
-        if self.flow_updates > self.cfg.max_flow_updates:
-            raise WorkLimitError(
-                f"max_flow_updates = {self.cfg.max_flow_updates}: the run passed {self.flow_updates} flow-rate updates "
-                f"at {now:.6g} s of simulated time (contention made {active.size} concurrent flows finish apart); "
-                "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
-        mat = self._path_mat[self.s_path[active]]
-        flow = np.broadcast_to(np.arange(active.size)[:, None], mat.shape)
-        real = mat != self.pad
-        rates = max_min_rates(flow[real], mat[real], self.capacity, active.size)
-        sel = rates != self.s_rate[active]
-        changed, new = active[sel], rates[sel]
-        if changed.size:
-            rem = self.s_rem[changed] - self.s_rate[changed] * (now - self.s_t0[changed])
-            self.s_rem[changed] = rem
-            self.s_t0[changed] = now
-            self.s_rate[changed] = new
-            self.s_end[changed] = now + rem / new
-        self._need_full = False

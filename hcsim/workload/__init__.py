@@ -1,0 +1,21 @@
+"""Jobs: operations on communicators and streams, played on one shared network.
+
+:mod:`.graph` describes a job (what runs where, in which order); :func:`run` plays it.
+"""
+
+from .graph import (
+    COMM_STREAM,
+    COMPUTE_STREAM,
+    REDUCE_OPS,
+    Collective,
+    Communicator,
+    Compute,
+    Op,
+    RecordEvent,
+    SendRecv,
+    WaitEvent,
+    Workload,
+)
+
+__all__ = ["COMM_STREAM", "COMPUTE_STREAM", "REDUCE_OPS", "Collective", "Communicator", "Compute", "Op",
+           "RecordEvent", "SendRecv", "WaitEvent", "Workload"]
