@@ -75,7 +75,7 @@ def cost_alltoall(args, m):
 def cost_alltoallv(args, m):
     sizes = np.array(args.send_matrix, dtype=float)
     np.fill_diagonal(sizes, 0)
-    return m.alpha_s + sizes.max() * m.beta_s_per_B
+    return float(m.alpha_s + sizes.max() * m.beta_s_per_B)
 
 
 register(AlgorithmSpec("mesh", "allreduce", lambda a: _mesh(a, ("rs", "ag")), cost_allreduce,

@@ -1,8 +1,9 @@
 """Pairwise AlltoAll and AlltoAllV: p-1 steps; in step k rank i sends block (i, i+k) to rank i+k and
 receives block (i-k, i) from rank i-k.
 
-Cost (HCCL docs coll_algo_intro Pairwise, FACTS.md s1): (p-1) a + beta sum_k max_i n(i, i+k),
-which for a uniform alltoall of n bytes per rank is (p-1)(a + (n/p) beta).
+Cost (HCCL docs coll_algo_intro Pairwise, FACTS.md s1): (p-1)(a + (n/p) beta) for a uniform
+alltoall of n bytes per rank. For AlltoAllV, HCCL's (p-1) a + beta sum_k max_i n(i, i+k) is an
+upper bound; :func:`cost_alltoallv` evaluates the execution rule exactly instead.
 """
 
 from __future__ import annotations
@@ -41,13 +42,26 @@ def cost_alltoall(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
 
 
 def cost_alltoallv(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-    """HCCL's form, (p-1) a + beta sum_k max_i n(i, i+k): exact when every step's largest
-    block sits on one chain of ranks (a uniform matrix); otherwise an upper bound, since a
-    rank only waits for its own two partners, not for the whole step."""
+    """Exact for any send matrix when every pair costs the same alpha and beta and no two
+    transfers share a resource (a full mesh): the engine's execution rule, evaluated.
+
+    Rank i enters step k when its own two transfers of step k-1 are done (the one it sent
+    to i+k-1 and the one it received from i-k+1), not when the whole step is; transfer
+    i -> i+k starts when both ends have entered step k and takes a + n(i, i+k) beta. So
+    ``E_i(k+1) = max(end(i, k), end(i-k, k))`` with ``end(i, k) = max(E_i(k), E_{i+k}(k)) +
+    a + n(i, i+k) beta``, and the time is the last end: O(p^2). For a uniform matrix it is
+    HCCL's (p-1) a + beta sum_k max_i n(i, i+k) (coll_algo_intro, Pairwise), which for any
+    other matrix is an upper bound of it.
+    """
     p = args.p
-    sizes = np.array(args.send_matrix, dtype=float)
+    sizes = np.asarray(args.send_matrix, dtype=np.int64)
     i = np.arange(p)
-    return sum(m.alpha_s + sizes[i, (i + k) % p].max() * m.beta_s_per_B for k in range(1, p))
+    enter = np.zeros(p)
+    for k in range(1, p):
+        to = (i + k) % p
+        end = np.maximum(enter, enter[to]) + (m.alpha_s + sizes[i, to] * m.beta_s_per_B)
+        enter = np.maximum(end, end[(i - k) % p])
+    return float(enter.max())
 
 
 register(AlgorithmSpec("pairwise", "alltoall", _pairwise, cost_alltoall,

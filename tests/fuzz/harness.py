@@ -253,6 +253,8 @@ def check_result(r, expected_bytes=None, expected_ranks=None) -> None:
     if not isinstance(r, hcsim.Result):
         raise Violation(f"returned {type(r).__name__}, not a Result")
     finite_positive("time_s", r.time_s)
+    if type(r.time_s) is not float:  # a numpy float64 passes isinstance(x, float) but is not one
+        raise Violation(f"time_s = {r.time_s!r} is a {type(r.time_s).__name__}, not a float")
     for name in ("algbw_GBps", "busbw_GBps"):
         v = getattr(r, name)
         if not isinstance(v, float | int) or not math.isfinite(v) or v < 0:
