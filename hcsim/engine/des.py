@@ -69,6 +69,10 @@ class EngineConfig:
     message_regimes : MessageRegimes or None
         Per-message cost by size (eager versus rendezvous): an overhead added to each
         transfer's start and an efficiency that scales the bytes it is charged.
+    reduce_time_factor : float
+        Multiplies the time an NPU's reduction unit spends per byte (``reduce_Bps`` is the
+        rate for fp32 sum; :func:`hcsim.dtypes.reduce_time_factor` gives the factor for
+        another data type and reduce operation). 1.0 changes nothing, bit for bit.
     """
 
     step_overhead_s: float = 0.0
@@ -81,6 +85,7 @@ class EngineConfig:
     max_flow_updates: int = MAX_FLOW_UPDATES
     """Work bound: the run stops with :class:`~hcsim.errors.WorkLimitError` once this many flow
     rates have been recomputed (deterministic: the same call stops at the same point)."""
+    reduce_time_factor: float = 1.0
 
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
@@ -91,6 +96,9 @@ class EngineConfig:
             raise bad_value("routing", self.routing, "one of " + ", ".join(ROUTING_POLICIES))
         if isinstance(self.qps, bool) or not isinstance(self.qps, int) or not 1 <= self.qps <= 8:
             raise bad_value("qps", self.qps, "queue pairs per connection, 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
+        f = self.reduce_time_factor
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f < math.inf):
+            raise bad_value("reduce_time_factor", f, "a finite number > 0")
 
 
 def _csr_rows(ptr: np.ndarray, rows: np.ndarray):
@@ -437,7 +445,8 @@ class FlowSimulator:
         self.n_steps = len(schedule.steps)
         self.rank_node = np.array([self.net.node_index[n] for n in rank_nodes], dtype=np.int64)
         self.n_nodes = len(self.net.node_names)
-        self.reduce_Bps = self.net.reduce_Bps[self.rank_node]
+        # a data type / reduce op that costs the vector unit f times fp32 sum's time per byte
+        self.reduce_Bps = self.net.reduce_Bps[self.rank_node] / config.reduce_time_factor
         self.pad = self.fabric.pad
         self.path_bytes = np.zeros(0)
         # ranks
