@@ -16,6 +16,8 @@ from .graph import (
     WaitEvent,
     Workload,
 )
+from .result import JobResult
+from .runner import run
 
-__all__ = ["COMM_STREAM", "COMPUTE_STREAM", "REDUCE_OPS", "Collective", "Communicator", "Compute", "Op",
-           "RecordEvent", "SendRecv", "WaitEvent", "Workload"]
+__all__ = ["COMM_STREAM", "COMPUTE_STREAM", "REDUCE_OPS", "Collective", "Communicator", "Compute", "JobResult", "Op",
+           "RecordEvent", "SendRecv", "WaitEvent", "Workload", "run"]

@@ -1,0 +1,397 @@
+"""Play a workload on one network: :func:`run`.
+
+Every collective and send/recv becomes a :class:`~hcsim.engine.des.FlowSimulator` run on one
+shared :class:`~hcsim.engine.des.Fabric`, so their flows take max-min fair shares of the
+same links and NPU endpoints. Compute tasks run on the NPUs' compute units (processor
+sharing: tasks on one NPU at the same time share it evenly). A small dependency tracker
+starts each (operation, rank) when its stream predecessor, its ``after`` operations and its
+awaited events are done on that rank (docs/architecture.md, "Jobs").
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import pandas as pd
+import simpy
+
+from .. import verify as _verify
+from ..algorithms.registry import get_algorithm, make_args, run_builder
+from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
+from ..engine.des import EngineConfig, Fabric, FlowSimulator
+from ..errors import ConfigError, WorkLimitError, bad_value
+from ..hccl.buffer import looped
+from ..hccl.selection import HcclConfig, select_algorithm
+from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+from ..topology.io import load_topology
+from ..topology.model import ROUTING_POLICIES
+from ..units import GB
+from .graph import Collective, Compute, RecordEvent, SendRecv, WaitEvent, Workload
+from .result import JobResult
+
+_KIND = {Compute: "compute", Collective: "collective", SendRecv: "sendrecv", RecordEvent: "recordevent",
+         WaitEvent: "waitevent"}
+
+
+def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int = 0,
+        hccl: HcclConfig | None = None, speed=None, max_transfers: int = MAX_DES_TRANSFERS,
+        max_flow_updates: int = MAX_FLOW_UPDATES) -> JobResult:
+    """Play ``workload`` (one training step, say) on ``topology``'s network.
+
+    Parameters
+    ----------
+    topology : str, Path or Topology
+    workload : Workload
+    routing : {"ecmp", "spray"}
+    ecmp_seed : int
+    hccl : HcclConfig, optional
+        HCCL settings for every collective (CCL buffer, queue pairs, expansion mode); on an
+        Ascend topology HCCL's defaults apply when none is given.
+    speed : dict, optional
+        ``{rank: factor}``: a rank's compute runs ``factor`` times as fast (0.5: a slow NPU
+        takes twice as long); 1 for ranks not listed.
+    max_transfers : int
+        Work bound: the transfers of every collective together (refused before running).
+    max_flow_updates : int
+        Work bound of the event-driven run (:class:`~hcsim.errors.WorkLimitError`).
+
+    Returns
+    -------
+    JobResult
+
+    Examples
+    --------
+    Two allreduces on disjoint pairs of a ring share no link; each takes what it takes alone:
+
+    >>> from hcsim.topology import ring
+    >>> from hcsim.workload import Workload
+    >>> w = Workload("two")
+    >>> a, b = w.communicator("a", [0, 1]), w.communicator("b", [2, 3])
+    >>> _ = w.collective("ar_a", a, "allreduce", 2000, algorithm="ring")
+    >>> _ = w.collective("ar_b", b, "allreduce", 2000, algorithm="ring")
+    >>> round(run(ring(4, 1e9), w).step_time_s * 1e6, 9)
+    2.0
+    """
+    if not isinstance(workload, Workload):
+        raise bad_value("workload", workload, "an hcsim.workload.Workload")
+    if not isinstance(routing, str) or routing not in ROUTING_POLICIES:
+        raise bad_value("routing", routing, "one of " + ", ".join(ROUTING_POLICIES))
+    if isinstance(ecmp_seed, bool) or not isinstance(ecmp_seed, (int, np.integer)) or not 0 <= ecmp_seed < 2**32:
+        raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
+    if hccl is not None and not isinstance(hccl, HcclConfig):
+        raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
+    for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise bad_value(name, v, "a positive integer")
+    topo = load_topology(topology)
+    world = topo.num_npus
+    workload.check(world)
+    if not workload.ops:
+        raise bad_value("workload", workload.name, "at least one operation")
+    if hccl is None and topo.product is not None:
+        hccl = HcclConfig()
+    return _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
+                max_flow_updates).play()
+
+
+def _speeds(speed, world: int) -> np.ndarray:
+    out = np.ones(world)
+    if speed is None:
+        return out
+    if not isinstance(speed, dict):
+        raise bad_value("speed", speed, "a {rank: factor} mapping")
+    for r, f in speed.items():
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < world:
+            raise bad_value("speed", r, f"rank numbers from 0 to {world - 1}")
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not 1e-6 <= f <= 1e6:
+            raise bad_value(f"speed[{r}]", f, "a factor from 1e-6 to 1e6")
+        out[int(r)] = float(f)
+    return out
+
+
+class _ComputeUnit:
+    """One NPU's compute: the tasks running on it share it evenly (processor sharing)."""
+
+    __slots__ = ("speed", "tasks", "last_s", "version")
+
+    def __init__(self, speed: float):
+        self.speed = speed
+        self.tasks: dict = {}  # key -> seconds of work left (at full speed, alone)
+        self.last_s = 0.0
+        self.version = 0
+
+    def advance(self, now: float) -> None:
+        if self.tasks and now > self.last_s:
+            done = (now - self.last_s) * self.speed / len(self.tasks)
+            for key in self.tasks:
+                self.tasks[key] -= done
+        self.last_s = now
+
+
+class _Job:
+    """The dependency tracker and the runs of one workload on one fabric."""
+
+    def __init__(self, topo, workload, routing, ecmp_seed, hccl, speeds, max_transfers, max_flow_updates):
+        self.topo = topo
+        self.w = workload
+        self.ops = workload.ops
+        self.npus = topo.npus
+        self.routing, self.ecmp_seed, self.hccl = routing, ecmp_seed, hccl
+        self.defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
+        self.fabric = Fabric(topo.compiled(), max_flow_updates)
+        self.units = [_ComputeUnit(s) for s in speeds]
+        self.max_transfers = max_transfers
+        self.index = {op.name: i for i, op in enumerate(self.ops)}
+        self.start_s: dict = {}  # (op, rank) -> start
+        self.end_s: dict = {}    # (op, rank) -> end
+        self.left: dict = {}     # op -> ranks not yet done
+        self.algorithms: dict = {}
+        self.runs: dict = {}     # op -> FlowSimulator
+        self._schedules: dict = {}
+        self._transfers = 0
+
+    # ---------------------------------------------------------------- dependencies
+    def _graph(self):
+        """Per (op, rank): how many conditions it waits for, and who waits on whom."""
+        waiting: dict = {}
+        on_rank = defaultdict(list)   # (op, rank) done -> [(op', rank)]
+        on_whole = defaultdict(list)  # op done on every rank -> [(op', rank)]
+        last_on_stream: dict = {}     # (rank, stream) -> op
+        last_record: dict = {}        # (rank, event) -> op
+        for i, op in enumerate(self.ops):
+            involved = op.involved()
+            self.left[i] = len(involved)
+            after = [self.index[a] for a in op.after]
+            for r in involved:
+                n = 0
+                prev = last_on_stream.get((r, op.stream))
+                if prev is not None:
+                    on_rank[(prev, r)].append((i, r))
+                    n += 1
+                for j in after:
+                    if r in self.ops[j].involved():
+                        on_rank[(j, r)].append((i, r))
+                    else:
+                        on_whole[j].append((i, r))
+                    n += 1
+                if isinstance(op, WaitEvent):
+                    on_rank[(last_record[(r, op.event)], r)].append((i, r))
+                    n += 1
+                waiting[(i, r)] = n
+                last_on_stream[(r, op.stream)] = i
+                if isinstance(op, RecordEvent):
+                    last_record[(r, op.event)] = i
+        return waiting, on_rank, on_whole
+
+    def play(self) -> JobResult:
+        for i, op in enumerate(self.ops):  # plan (and bound) every collective before anything runs
+            if isinstance(op, (Collective, SendRecv)):
+                self._plan(i, op)
+        self.waiting, self.on_rank, self.on_whole = self._graph()
+        env = simpy.Environment()
+        self.fabric.start(0.0)
+        ready = defaultdict(list)
+        for (i, r), n in self.waiting.items():
+            if n == 0:
+                ready[i].append(r)
+        for i in sorted(ready):
+            self._begin(i, ready[i], 0.0)
+        proc = env.process(self._drive(env))
+        env.run(until=proc)
+        missing = [(self.ops[i].name, r) for (i, r) in self.waiting if (i, r) not in self.end_s]
+        if missing:
+            name, r = missing[0]
+            raise ConfigError(f"workload {self.w.name!r}: operation {name!r} never ran on rank {r} (it waits for "
+                              f"work that never ends: check its stream order, 'after' and events)"
+                              + (f"; {len(missing) - 1} more" if len(missing) > 1 else ""))
+        return self._result()
+
+    def _drive(self, env):
+        self.fabric.instant(0.0)
+        yield from self.fabric.process(env)
+
+    def _done(self, i: int, ranks, now: float) -> None:
+        """Operation ``i`` finished on ``ranks`` at ``now``: release what waited for it."""
+        ready = defaultdict(list)
+        for r in ranks:
+            r = int(r)
+            self.end_s[(i, r)] = now
+            for key in self.on_rank.get((i, r), ()):
+                self.waiting[key] -= 1
+                if self.waiting[key] == 0:
+                    ready[key[0]].append(key[1])
+        self.left[i] -= len(ranks)
+        if self.left[i] == 0:
+            for key in self.on_whole.get(i, ()):
+                self.waiting[key] -= 1
+                if self.waiting[key] == 0:
+                    ready[key[0]].append(key[1])
+        for j in sorted(ready):
+            self._begin(j, ready[j], now)
+
+    def _begin(self, i: int, ranks: list, now: float) -> None:
+        """``ranks`` reached operation ``i`` at ``now`` with everything it waits for done."""
+        op = self.ops[i]
+        for r in ranks:
+            self.start_s[(i, r)] = now
+        if isinstance(op, (RecordEvent, WaitEvent)):
+            self._done(i, ranks, now)
+        elif isinstance(op, Compute):
+            for r in ranks:
+                self._compute(i, r, op.duration_s, now)
+        else:
+            run = self.runs[i]
+            local = np.array(sorted(run.local_of[r] for r in ranks), dtype=np.int64)
+            launch = run.launch_s
+            if launch:
+                self.fabric.call_at(now + launch, lambda t, run=run, local=local: run.enter(local, t))
+            else:
+                run.enter(local, now)
+
+    # ---------------------------------------------------------------- compute
+    def _compute(self, i: int, r: int, work_s: float, now: float) -> None:
+        if work_s <= 0:
+            self._done(i, [r], now)
+            return
+        unit = self.units[r]
+        unit.advance(now)
+        unit.tasks[(i, r)] = work_s
+        self._reschedule(r, now)
+
+    def _reschedule(self, r: int, now: float) -> None:
+        unit = self.units[r]
+        unit.version += 1
+        if not unit.tasks:
+            return
+        first = min(unit.tasks.values())
+        at = now + max(first, 0.0) * len(unit.tasks) / unit.speed
+        version = unit.version
+        self.fabric.call_at(at, lambda t: self._compute_due(r, version, t))
+
+    def _compute_due(self, r: int, version: int, now: float) -> None:
+        unit = self.units[r]
+        if version != unit.version:
+            return  # the unit's load changed since this was scheduled
+        unit.advance(now)
+        first = min(unit.tasks.values())
+        tol = 1e-12 * max(first, 0.0) + 1e-15 * max(abs(v) for v in unit.tasks.values()) + 1e-18
+        finished = [key for key, left in unit.tasks.items() if left <= max(first, 0.0) + tol]
+        for key in finished:
+            del unit.tasks[key]
+        self._reschedule(r, now)
+        for i, rank in sorted(finished):
+            self._done(i, [rank], now)
+
+    # ---------------------------------------------------------------- communication
+    def _plan(self, i: int, op) -> None:
+        """Build the schedule and the run of a collective or send/recv."""
+        if isinstance(op, SendRecv):
+            if op.src == op.dst:
+                raise bad_value(f"op {op.name!r}: dst", op.dst, "a rank other than src")
+            members = (op.src, op.dst)
+            key = ("send", op.size_bytes)
+            schedule = self._schedules.get(key)
+            if schedule is None:
+                n = op.size_bytes
+                step = make_step(np.array([0]), np.array([1]), np.array([n]), False, 0, 1)
+                schedule = self._schedules[key] = Schedule(CollectiveArgs("sendrecv", 2, max(n, 1)), 1, [step],
+                                                           np.array([n], dtype=np.int64))
+            name, launch = "p2p", self.defaults.launch_for("sendrecv")
+            self._count(1, op)
+        else:
+            members = op.comm.ranks
+            schedule, name = self._collective_schedule(op, [self.npus[r] for r in members])
+            launch = self.defaults.launch_for(op.collective)
+        self.algorithms[i] = name
+        cfg = EngineConfig(step_overhead_s=self.defaults.step_overhead_s, launch_overhead_s=0.0,
+                           routing=self.routing, ecmp_seed=self.ecmp_seed, record=False,
+                           qps=self.hccl.qps_per_connection if self.hccl is not None else 1,
+                           message_regimes=self.defaults.message_regimes,
+                           max_flow_updates=self.fabric.max_flow_updates)
+        run = FlowSimulator(self.topo, [self.npus[r] for r in members], schedule, cfg, fabric=self.fabric,
+                            on_finish=lambda local, now, i=i, members=members: self._done(
+                                i, [members[int(x)] for x in local], now))
+        run.local_of = {r: k for k, r in enumerate(members)}
+        run.launch_s = launch
+        self.runs[i] = run
+
+    def _collective_schedule(self, op: Collective, rank_nodes):
+        from ..api import DEFAULT_ALGORITHM, _send_matrix, rank_layout
+
+        p = len(rank_nodes)
+        servers, pods = rank_layout(self.topo, rank_nodes)
+        algorithm = op.algorithm if op.algorithm is not None else DEFAULT_ALGORITHM.get(op.collective)
+        if not 0 <= op.root < p:
+            raise bad_value(f"op {op.name!r}: root", op.root, f"a rank of its communicator, 0 to {p - 1}")
+        matrix = _send_matrix(op.send_matrix, p) if op.send_matrix is not None else None
+        nbytes = op.size_bytes if matrix is None else 1  # alltoallv: the matrix sets the size
+        if algorithm == "auto":
+            algorithm, _ = select_algorithm(self.topo.product, op.collective, nbytes, servers or (p,), pods,
+                                            None, self.hccl or HcclConfig())
+        spec = get_algorithm(op.collective, algorithm)
+        if spec.levels > 1 and not servers:
+            raise ConfigError(f"op {op.name!r}: algorithm {spec.name!r} needs the ranks of each server to be "
+                              "consecutive in its communicator")
+        args = make_args(op.collective, p, nbytes, op.root, servers, pods, matrix)
+        if args.nbytes < min_size(op.collective, p):
+            raise bad_value(f"op {op.name!r}: size_bytes", args.nbytes,
+                            f"at least {min_size(op.collective, p)} bytes for {op.collective} on {p} ranks")
+        buffer = self.hccl.buffer_bytes if self.hccl is not None else None
+        key = (spec.name, args, buffer)
+        schedule = self._schedules.get(key)
+        if schedule is None:
+            schedule = looped(spec, args, buffer) if buffer is not None else run_builder(spec, args)
+            if spec.user:
+                _verify.verify(schedule)
+            check_structure(schedule)
+            self._schedules[key] = schedule
+        self._count(sum(len(s) for s in schedule.steps), op)
+        return schedule, spec.name
+
+    def _count(self, n: int, op) -> None:
+        self._transfers += n
+        if self._transfers > self.max_transfers:
+            raise WorkLimitError(f"max_transfers = {self.max_transfers}: the workload's collectives hold over "
+                                 f"{self._transfers} transfers by operation {op.name!r}; use fewer or smaller "
+                                 "operations, or raise max_transfers")
+
+    # ---------------------------------------------------------------- result
+    def _result(self) -> JobResult:
+        rows = {"op": [], "kind": [], "rank": [], "stream": [], "start_s": [], "end_s": [], "comm": [],
+                "collective": [], "algorithm": [], "size_bytes": []}
+        for (i, r), start in self.start_s.items():
+            op = self.ops[i]
+            rows["op"].append(op.name)
+            rows["kind"].append(_KIND[type(op)])
+            rows["rank"].append(r)
+            rows["stream"].append(op.stream)
+            rows["start_s"].append(start)
+            rows["end_s"].append(self.end_s[(i, r)])
+            rows["comm"].append(op.comm.name if isinstance(op, Collective) else "")
+            rows["collective"].append(op.collective if isinstance(op, Collective) else
+                                      ("sendrecv" if isinstance(op, SendRecv) else ""))
+            rows["algorithm"].append(self.algorithms.get(i, ""))
+            rows["size_bytes"].append(op.size_bytes if isinstance(op, (Collective, SendRecv)) else 0)
+        ops = pd.DataFrame(rows).sort_values(["start_s", "rank"], kind="stable").reset_index(drop=True)
+        step = float(ops["end_s"].max()) if len(ops) else 0.0
+        return JobResult(self.w.name, step, ops, self._links(step),
+                         {"topology": self.topo.name, "routing": self.routing, "collectives": len(self.runs),
+                          "instants": self.fabric.instants, "full_rate_recomputes": self.fabric.full_recomputes})
+
+    def _links(self, step_s: float) -> pd.DataFrame:
+        net = self.fabric.net
+        nl = net.num_links
+        mat = net.paths.matrix(self.fabric.pad)
+        path_bytes = np.zeros(len(mat))
+        for run in self.runs.values():
+            path_bytes[: run.path_bytes.size] += run.path_bytes
+        res = np.bincount(mat.ravel(), weights=np.repeat(path_bytes, mat.shape[1]), minlength=self.fabric.pad + 1)
+        caps = net.capacity_Bps[:nl]
+        link_bytes = res[:nl]
+        return pd.DataFrame({"src": [u for u, _ in net.links], "dst": [v for _, v in net.links],
+                             "tier": [s.tier for s in net.link_specs], "bandwidth_GBps": caps / GB,
+                             "bytes": link_bytes,
+                             "utilization": link_bytes / (caps * step_s) if step_s > 0 else 0.0})
+
