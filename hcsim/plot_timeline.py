@@ -1,0 +1,85 @@
+"""Drawing a job's timeline: a Gantt chart of operations per rank and stream.
+matplotlib is imported inside the function, like :mod:`hcsim.plot`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import bad_value
+
+KIND_COLORS = {"compute": "#4c72b0", "collective": "#dd8452", "sendrecv": "#c44e52",
+               "recordevent": "#8c8c8c", "waitevent": "#b0b0b0"}
+"""Bar colour per operation kind."""
+
+DEFAULT_MAX_RANKS = 16
+"""Ranks drawn when none are named (the first ones)."""
+
+
+def plot_timeline(result, path=None, ranks=None, title: str | None = None):
+    """Draw every operation of ``ranks`` as a bar on its (rank, stream) row.
+
+    Parameters
+    ----------
+    result : JobResult
+        Anything with ``ops`` (the operation table) and ``step_time_s``.
+    path : str or Path, optional
+        Write the picture here (.png, .pdf, .svg) and return the path; without it, return
+        the matplotlib Figure.
+    ranks : iterable of int, optional
+        Ranks to draw; default the first :data:`DEFAULT_MAX_RANKS`.
+    title : str, optional
+
+    Examples
+    --------
+    >>> import hcsim  # doctest: +SKIP
+    >>> plot_timeline(hcsim.run("scenarios/acl_overlap_allreduce.yaml"), "timeline.png")  # doctest: +SKIP
+    PosixPath('timeline.png')
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    ops = result.ops
+    ran = ops[ops["start_s"].notna() & ops["end_s"].notna()]
+    every = sorted({int(r) for r in ran["rank"]})
+    if ranks is None:
+        chosen = every[:DEFAULT_MAX_RANKS]
+    else:
+        try:
+            chosen = sorted({int(r) for r in ranks})
+        except (TypeError, ValueError):
+            raise bad_value("ranks", ranks, "a list of rank numbers") from None
+        missing = [r for r in chosen if r not in every]
+        if missing:
+            raise bad_value("ranks", missing[0], f"a rank of the job (0 to {max(every, default=0)} with operations)")
+    part = ran[ran["rank"].isin(chosen)]
+    streams = sorted(set(part["stream"].astype(str)), key=lambda s: (s != "compute", s))
+    rows = [(r, s) for r in chosen for s in streams if ((part["rank"] == r) & (part["stream"] == s)).any()]
+    y = {key: i for i, key in enumerate(rows)}
+    scale, unit = (1e3, "ms") if result.step_time_s >= 1e-3 else (1e6, "us")
+    fig, ax = plt.subplots(figsize=(10, 1.0 + 0.32 * max(len(rows), 1)))
+    for kind, group in part.groupby("kind", sort=False):
+        color = KIND_COLORS.get(str(kind), "#55a868")
+        for (rank, stream), bars in group.groupby(["rank", "stream"], sort=False):
+            spans = [(s * scale, max((e - s) * scale, 0.0)) for s, e in zip(bars["start_s"], bars["end_s"],
+                                                                             strict=True)]
+            ax.broken_barh(spans, (y[(int(rank), str(stream))] - 0.4, 0.8), facecolors=color,
+                           edgecolors="black", linewidth=0.3)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"npu {r} {s}" for r, s in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(result.step_time_s * scale, 1e-12))
+    ax.set_xlabel(f"time ({unit})")
+    shown = "" if len(chosen) == len(every) else f" (ranks {', '.join(map(str, chosen[:8]))}" \
+        f"{', ...' if len(chosen) > 8 else ''} of {len(every)})"
+    ax.set_title((title or f"step {result.step_time_s * scale:.3f} {unit}") + shown)
+    kinds = [k for k in KIND_COLORS if k in set(part["kind"])]
+    ax.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds], loc="upper right", fontsize=8)
+    ax.grid(True, axis="x", alpha=0.3)
+    if path is None:
+        return fig
+    from .plot import _save
+
+    return _save(fig, Path(path))
