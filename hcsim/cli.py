@@ -1,4 +1,4 @@
-"""Command line: ``hcsim sweep``, ``select``, ``hccl-test``, ``measure``, ``validate``, ``calibrate``,
+"""Command line: ``hcsim run``, ``sweep``, ``select``, ``hccl-test``, ``measure``, ``validate``, ``calibrate``,
 ``testbed check|show|cleanup``, ``topo show|list``, ``algos``.
 
 Bad input prints one line, ``hcsim: error: ...``, and exits with status 2.
@@ -183,6 +183,15 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--draw", help="also draw it to this PNG file")
     show.add_argument("--servers", type=int, default=None, help="servers (nodes) in the topology (builder topologies)")
     tsub.add_parser("list", help="list built-in topologies")
+
+    ru = sub.add_parser("run", help="run a scenario file (a job: topology, workload, options)")
+    ru.add_argument("scenario", help="a scenario YAML file (scenarios/*.yaml, docs/scenarios.md)")
+    ru.add_argument("--servers", type=int, default=None, help="servers (nodes) in the scenario's topology")
+    ru.add_argument("--trace", help="write a Chrome trace (JSON, opens in ui.perfetto.dev) here")
+    ru.add_argument("--trace-group", default="npu", help="npu (a process per NPU) or server (per server)")
+    ru.add_argument("--plot", help="write the timeline (PNG, PDF or SVG) here")
+    ru.add_argument("--csv", help="write the operation table (one row per operation and rank) here")
+    ru.add_argument("--max-rows", type=int, default=40, help="operations printed (the CSV holds all)")
 
     al = sub.add_parser("algos", help="list algorithms per collective")
     al.add_argument("--op", default=None, help="only this collective")
@@ -530,6 +539,78 @@ def _cmd_algos(a) -> int:
     return 0
 
 
+def _cmd_run(a) -> int:
+    from .scenario import load_scenario
+    from .workload import run
+    from .workload.trace import GROUPS
+
+    _writable(a.trace, "--trace")
+    _writable(a.plot, "--plot")
+    _writable(a.csv, "--csv")
+    if a.trace_group not in GROUPS:
+        raise HcsimError(f"--trace-group = {a.trace_group!r}: one of {', '.join(GROUPS)}")
+    if a.max_rows < 0:
+        raise HcsimError(f"--max-rows = {a.max_rows}: a count >= 0")
+    sc = load_scenario(a.scenario, servers=a.servers)
+    result = run(sc.topology, sc.workload, **sc.options)
+    print(_format_job(sc, result, a.max_rows), end="")
+    if a.csv:
+        result.ops.to_csv(a.csv, index=False)
+        print(f"# rows written to {a.csv}")
+    if a.trace:
+        from .workload.trace import write_chrome_trace
+
+        print(f"# trace written to {write_chrome_trace(result, a.trace, a.trace_group, sc.topology)}")
+    if a.plot:
+        from .plot_timeline import plot_timeline
+
+        print(f"# timeline written to {plot_timeline(result, a.plot, title=sc.name)}")
+    return 0
+
+
+def _table(head, rows) -> list[str]:
+    """Left-aligned columns separated by `` | `` (the select table's layout)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+    return [" | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [head, *rows]]
+
+
+def _format_job(sc, result, max_rows: int) -> str:
+    """The step time, the profiler's summary (mean, min, max over ranks, per rank when few),
+    the operations (first start, last end over their ranks) and the busiest links."""
+    from .workload.metrics import COLUMNS, totals
+
+    ops = result.op_times()
+    ranks = result.ops["rank"].nunique()
+    out = [f"# {sc.name} on {sc.topology.name}: {ranks} ranks, {len(ops)} operations",
+           f"step time: {result.step_time_s * 1e6:.2f} us"]
+    names = ["stepTime", "computation", "communication", "commNotOverlapComp", "free"]
+    if "summary" in sc.report:
+        summary = result.ranks
+        out.append("# cluster step summary (us), as msprof-analyze cluster reports it")
+        tot = totals(summary).loc[["mean", "min", "max"]]
+        rows = [[str(idx)] + [f"{row[c]:.2f}" for c in COLUMNS] for idx, row in tot.iterrows()]
+        if len(summary) <= 16:
+            rows += [[f"rank {idx}"] + [f"{row[c]:.2f}" for c in COLUMNS] for idx, row in summary.iterrows()]
+        out += _table(["ranks"] + names, rows)
+    if "ops" in sc.report:
+        out.append("# operations (times in us: first start and last end over their ranks)")
+        shown_ops = ops.sort_values("start_s", kind="stable").head(max_rows)
+        rows = [[r.op, r.kind, r.collective or "-", r.algorithm or "-",
+                 str(int(r.size_bytes)) if r.size_bytes else "-", str(int(r.ranks)), f"{r.start_s * 1e6:.2f}",
+                 f"{r.end_s * 1e6:.2f}", f"{r.duration_s * 1e6:.2f}"] for r in shown_ops.itertuples(index=False)]
+        out += _table(["op", "kind", "collective", "algorithm", "size(Bytes)", "ranks", "start_us", "end_us",
+                       "time_us"], rows)
+        if len(ops) > max_rows:
+            out.append(f"# {len(ops) - max_rows} more operations (--max-rows, or --csv for every row)")
+    if "links" in sc.report:
+        links = result.links.sort_values("utilization", ascending=False, kind="stable").head(10)
+        out.append("# busiest links (bytes over capacity x step time)")
+        rows = [[str(r.src), str(r.dst), str(r.tier), f"{r.bandwidth_GBps:.2f}", str(int(r.bytes)),
+                 f"{100 * r.utilization:.1f}%"] for r in links.itertuples(index=False)]
+        out += _table(["src", "dst", "tier", "GB/s", "bytes", "utilization"], rows)
+    return "\n".join(out) + "\n"
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
     print(f"hcsim: warning: {' '.join(str(message).splitlines())}", file=sys.stderr)
 
@@ -551,7 +632,7 @@ def _main(argv) -> int:
         handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
                    "hccl-test": _cmd_hccl_test, "validate": _cmd_validate,
                    "calibrate": _cmd_calibrate, "measure": _cmd_measure,
-                   "testbed": _cmd_testbed}[args.command]
+                   "testbed": _cmd_testbed, "run": _cmd_run}[args.command]
         return handler(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)

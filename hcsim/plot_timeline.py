@@ -8,7 +8,7 @@ from pathlib import Path
 from .errors import bad_value
 
 KIND_COLORS = {"compute": "#4c72b0", "collective": "#dd8452", "sendrecv": "#c44e52",
-               "recordevent": "#8c8c8c", "waitevent": "#b0b0b0"}
+               "recordevent": "#2ca02c", "waitevent": "#9467bd"}
 """Bar colour per operation kind."""
 
 DEFAULT_MAX_RANKS = 16
@@ -63,10 +63,14 @@ def plot_timeline(result, path=None, ranks=None, title: str | None = None):
     for kind, group in part.groupby("kind", sort=False):
         color = KIND_COLORS.get(str(kind), "#55a868")
         for (rank, stream), bars in group.groupby(["rank", "stream"], sort=False):
+            row = y[(int(rank), str(stream))]
+            if kind in ("recordevent", "waitevent"):  # markers: a tick where the stream records or waits
+                ax.vlines(bars["start_s"] * scale, row - 0.45, row + 0.45, colors=color, linewidth=1.5,
+                          linestyles="solid" if kind == "recordevent" else "dotted")
+                continue
             spans = [(s * scale, max((e - s) * scale, 0.0)) for s, e in zip(bars["start_s"], bars["end_s"],
                                                                              strict=True)]
-            ax.broken_barh(spans, (y[(int(rank), str(stream))] - 0.4, 0.8), facecolors=color,
-                           edgecolors="black", linewidth=0.3)
+            ax.broken_barh(spans, (row - 0.4, 0.8), facecolors=color, edgecolors="black", linewidth=0.3)
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"npu {r} {s}" for r, s in rows], fontsize=8)
     ax.invert_yaxis()
@@ -76,7 +80,8 @@ def plot_timeline(result, path=None, ranks=None, title: str | None = None):
         f"{', ...' if len(chosen) > 8 else ''} of {len(every)})"
     ax.set_title((title or f"step {result.step_time_s * scale:.3f} {unit}") + shown)
     kinds = [k for k in KIND_COLORS if k in set(part["kind"])]
-    ax.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds], loc="upper right", fontsize=8)
+    ax.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in kinds], loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), fontsize=8, borderaxespad=0.0)
     ax.grid(True, axis="x", alpha=0.3)
     if path is None:
         return fig
