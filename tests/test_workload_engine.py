@@ -7,7 +7,7 @@ import hcsim
 from hcsim.topology import Topology
 from hcsim.topology.builders import full_mesh, leaf_spine, ring, single_switch
 from hcsim.topology.spec import LinkSpec, NpuSpec
-from hcsim.workload import Workload, run
+from hcsim.workload import Communicator, Workload, run
 
 
 def dumbbell(trunk_Bps=10e9, edge_Bps=100e9):
@@ -209,3 +209,17 @@ def test_reruns_are_bit_identical():
     r1, r2 = run(t, w), run(t, w)
     assert r1.step_time_s == r2.step_time_s
     assert np.array_equal(r1.ops["end_s"].to_numpy(), r2.ops["end_s"].to_numpy())
+
+
+def test_dtype_rules_apply_to_a_job_collective():
+    w = Workload("dt")
+    world = w.communicator("world", range(8))
+    w.collective("g", world, "allgather", 24, algorithm="ring", dtype="fp16")  # 3 B per rank: not whole fp16
+    with pytest.raises(hcsim.ConfigError, match="size = 24"):
+        run("atlas800t-a2", w)
+    w = Workload("dt2")
+    w.collective("r", w.communicator("world", range(8)), "allreduce", 1 << 20, dtype="bf16", reduce_op="prod")
+    with pytest.raises(hcsim.ConfigError, match="prod"):
+        run("atlas800t-a2", w)
+    with pytest.raises(hcsim.ConfigError, match="dtype"):
+        Workload("x").collective("r", Communicator("c", (0, 1)), "allreduce", 64, dtype="float7")

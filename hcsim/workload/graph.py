@@ -258,6 +258,10 @@ class Workload:
             raise bad_value(f"op {name!r}: comm", comm, "a Communicator or a communicator's name")
         if reduce_op not in REDUCE_OPS:
             raise bad_value(f"op {name!r}: reduce_op", reduce_op, "one of " + ", ".join(REDUCE_OPS))
+        if dtype is not None:
+            from ..dtypes import parse_dtype
+
+            dtype = parse_dtype(dtype, f"op {name!r}: dtype")
         if not isinstance(size_bytes, numbers.Integral) or isinstance(size_bytes, bool) or size_bytes < 0:
             raise bad_value(f"op {name!r}: size_bytes", size_bytes, "a whole byte count >= 0")
         matrix = None if send_matrix is None else tuple(tuple(int(x) for x in row) for row in send_matrix)

@@ -20,6 +20,7 @@ import simpy
 from .. import verify as _verify
 from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
+from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator
 from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
@@ -309,7 +310,9 @@ class _Job:
                            routing=self.routing, ecmp_seed=self.ecmp_seed, record=False,
                            qps=self.hccl.qps_per_connection if self.hccl is not None else 1,
                            message_regimes=self.defaults.message_regimes,
-                           max_flow_updates=self.fabric.max_flow_updates)
+                           max_flow_updates=self.fabric.max_flow_updates,
+                           reduce_time_factor=(reduce_time_factor(op.dtype, op.reduce_op)
+                                               if isinstance(op, Collective) and op.dtype is not None else 1.0))
         run = FlowSimulator(self.topo, [self.npus[r] for r in members], schedule, cfg, fabric=self.fabric,
                             on_finish=lambda local, now, i=i, members=members: self._done(
                                 i, [members[int(x)] for x in local], now))
@@ -335,6 +338,10 @@ class _Job:
             raise ConfigError(f"op {op.name!r}: algorithm {spec.name!r} needs the ranks of each server to be "
                               "consecutive in its communicator")
         args = make_args(op.collective, p, nbytes, op.root, servers, pods, matrix)
+        if op.dtype is not None:  # HCCL's rules for the data type: supported, whole elements per rank
+            check_supported(op.collective, op.dtype, op.reduce_op, self.topo.product)
+            if matrix is None:
+                check_elements(op.collective, args.nbytes, op.dtype, p)
         if args.nbytes < min_size(op.collective, p):
             raise bad_value(f"op {op.name!r}: size_bytes", args.nbytes,
                             f"at least {min_size(op.collective, p)} bytes for {op.collective} on {p} ranks")
