@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 import math
 import numbers
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +23,16 @@ from .algorithms.registry import (
 )
 from .algorithms.schedule import COLLECTIVES, REDUCING, check_structure, min_size
 from .analytical import path_parameters
+from .dtypes import (
+    REDUCING_COLLECTIVES,
+    check_elements,
+    check_supported,
+    inline_reduce_supported,
+    parse_dtype,
+    parse_reduce_op,
+    reduce_time_factor,
+    size_from_count,
+)
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, WorkLimitError, bad_value
@@ -36,7 +47,7 @@ from .limits import (
     MAX_SWEEP_SIZES,
 )
 from .topology.io import load_topology
-from .topology.model import ROUTING_POLICIES
+from .topology.model import ROUTING_POLICIES, Topology
 from .units import parse_size, size_range
 
 MODES = ("des", "analytical")
@@ -55,12 +66,13 @@ AUTO_VERIFY_STATE = 1 << 21
 verify every one of them up to p = 64."""
 
 
-def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, root: int = 0,
+def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None, root: int = 0,
              mode: str = "des", routing: str = "ecmp", ecmp_seed: int = 0,
              step_overhead_s: float | None = None, launch_overhead_s: float | None = None,
              record="auto", verify="auto", send_matrix=None, hccl_algo: str | None = None,
              hccl: HcclConfig | None = None, qps: int | None = None,
-             max_transfers: int = MAX_DES_TRANSFERS, max_flow_updates: int = MAX_FLOW_UPDATES) -> Result:
+             max_transfers: int = MAX_DES_TRANSFERS, max_flow_updates: int = MAX_FLOW_UPDATES,
+             count: int | None = None, dtype: str | None = None, reduce_op: str = "sum") -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -108,6 +120,20 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         :class:`~hcsim.errors.WorkLimitError` after this many flow-rate recomputations
         (:data:`hcsim.limits.MAX_FLOW_UPDATES`, about a minute on a 2-core machine);
         deterministic, so the same call always stops at the same point.
+    count : int, optional
+        Elements instead of ``size`` (needs ``dtype``): the size is count x element size,
+        times the ranks for allgather, reducescatter, scatter, gather and alltoall
+        (nccl-tests' and hccl_test's convention, docs/facts.md s5).
+    dtype : str, optional
+        Data type (``hcsim.dtypes.DTYPES``: ``fp16``, ``bf16``, ``fp32``, ``int8``...; hccl_test's
+        ``bfp16`` and ``float16`` spellings too). With it, a size that is not a whole number of
+        elements per rank is refused, and on an Ascend topology so is a (collective, dtype, op)
+        HCCL does not run (:func:`hcsim.dtypes.check_supported`). None: bytes, as before.
+    reduce_op : {"sum", "prod", "max", "min", "avg"}
+        The reduction. On an Ascend topology a (dtype, op) the SDMA engine cannot reduce
+        inline (int64, prod; on 910A anything but fp32 sum) is reduced on the vector core at
+        the NPUs' ``reduce_Bps`` instead (:func:`hcsim.dtypes.inline_reduce_supported`); the
+        vector core's time per byte is scaled by :func:`hcsim.dtypes.reduce_time_factor`.
 
     ``algorithm="auto"`` runs what HCCL would pick for the topology's product, the size and
     the server count (:func:`hcsim.hccl.selection.select_algorithm`); ``"best"`` simulates
@@ -129,7 +155,23 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     rank_nodes = topo.resolve_ranks(ranks)
     if not isinstance(root, int) or not 0 <= root < len(rank_nodes):
         raise bad_value("root", root, f"a rank from 0 to {len(rank_nodes) - 1}")
+    reduce_op = parse_reduce_op(reduce_op)
+    if dtype is not None:
+        dtype = parse_dtype(dtype)
+        check_supported(collective, dtype, reduce_op, topo.product)
+    if count is not None:
+        if dtype is None:
+            raise bad_value("count", count, "needs a dtype (the size is count x element size)")
+        if size is not None:
+            raise bad_value("size", size, "give either size (bytes) or count + dtype, not both")
+        size = size_from_count(collective, count, dtype, len(rank_nodes))
     nbytes = 1 if (size is None and send_matrix is not None) else parse_size(size)
+    if dtype is not None and not (size is None and send_matrix is not None):
+        check_elements(collective, nbytes, dtype, len(rank_nodes))
+    given_topo = topo
+    inline_ok = _reduces_inline(collective, topo.product, dtype, reduce_op)
+    if not inline_ok:
+        topo = _without_inline_reduce(topo)  # HCCL reduces this pair on the vector core
     parsed_algo = parse_hccl_algo(hccl_algo)
     if algorithm is None:
         algorithm = "auto" if hccl_algo is not None else DEFAULT_ALGORITHM[collective]
@@ -144,11 +186,11 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
                   verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps,
-                  max_transfers=max_transfers, max_flow_updates=max_flow_updates)
+                  max_transfers=max_transfers, max_flow_updates=max_flow_updates, dtype=dtype, reduce_op=reduce_op)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
-        results = [simulate(topo, collective, size, c, **kw) for c in cands]
+        results = [simulate(given_topo, collective, size, c, **kw) for c in cands]
         best = min(results, key=lambda r: r.time_s)
         best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"
         best.config["candidates"] = {r.algorithm: r.time_s for r in results}
@@ -177,7 +219,8 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                        launch_overhead_s=(defaults.launch_for(collective) if launch_overhead_s is None
                                           else launch_overhead_s),
                        routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps,
-                       message_regimes=defaults.message_regimes, max_flow_updates=max_flow_updates)
+                       message_regimes=defaults.message_regimes, max_flow_updates=max_flow_updates,
+                       reduce_time_factor=reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0)
     buffer_bytes = hccl.buffer_bytes if hccl is not None else None
     check_work(spec, args, buffer_bytes, max_transfers)
     # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece;
@@ -200,6 +243,10 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
               "buffer_loops": sum(loops.values()), "verified": bool(verified)}
     if selected_by:
         config["selected_by"] = selected_by
+    if dtype is not None or reduce_op != "sum":  # calls in bytes with a sum keep their config as before
+        config.update(dtype=dtype, count=None if dtype is None else check_elements(collective, nbytes, dtype, args.p),
+                      reduce_op=reduce_op, reduce_time_factor=cfg.reduce_time_factor,
+                      inline_reduce=inline_ok)
     if mode == "analytical":
         if spec.cost is None:
             raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
@@ -209,6 +256,10 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
                               "(defaults.message_regimes), which the closed forms do not model; use mode 'des'")
         abg = path_parameters(topo, rank_nodes, schedules[0][0], routing, ecmp_seed, cfg.step_overhead_s,
                               spec.levels, qps)
+        if cfg.reduce_time_factor != 1.0:  # the vector core's time per byte for this dtype and op
+            f = cfg.reduce_time_factor
+            abg = (tuple(dataclasses.replace(m, gamma_s_per_B=m.gamma_s_per_B * f) for m in abg)
+                   if spec.levels > 1 else dataclasses.replace(abg, gamma_s_per_B=abg.gamma_s_per_B * f))
         t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
@@ -233,6 +284,37 @@ def simulate(topology, collective: str, size, algorithm=None, *, ranks=None, roo
     if len(schedules) > 1 or schedules[0][1] > 1:
         config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
     return Result(collective, spec.name, mode, args.p, nbytes, t, *tables, config)
+
+
+_NO_INLINE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _reduces_inline(collective, product, dtype, reduce_op) -> bool:
+    """Whether the links may reduce inline for this call: always for a topology without a
+    product, a non-reducing collective, or a call in bytes with a sum (as before dtypes);
+    else HCCL's rule (:func:`hcsim.dtypes.inline_reduce_supported`; a call in bytes is judged
+    by its op alone)."""
+    if product is None or collective not in REDUCING_COLLECTIVES or (dtype is None and reduce_op == "sum"):
+        return True
+    if dtype is None:
+        return inline_reduce_supported(product, "fp32", reduce_op)
+    return inline_reduce_supported(product, dtype, reduce_op)
+
+
+def _without_inline_reduce(topo):
+    """A copy of ``topo`` whose links do not reduce inline (HCCL falls back to the vector core
+    for a dtype / op its SDMA engine cannot reduce), cached while ``topo`` is unchanged."""
+    compiled = topo.compiled()
+    hit = _NO_INLINE_CACHE.get(topo)
+    if hit is not None and hit[0] is compiled:
+        return hit[1]
+    out = Topology(topo.name, topo.description, topo.defaults, topo.provenance, topo.product)
+    out.graph = topo.graph.copy()
+    for _, _, d in out.graph.edges(data=True):
+        if d["spec"].inline_reduce:
+            d["spec"] = dataclasses.replace(d["spec"], inline_reduce=False)
+    _NO_INLINE_CACHE[topo] = (compiled, out)
+    return out
 
 
 def _is_int(x) -> bool:
@@ -457,7 +539,7 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     [1024, 2048, 4096]
     """
     check_collective_name(collective)
-    check_options(kwargs, exclude=("algorithm",), where="sweep")
+    check_options(kwargs, exclude=("algorithm", "count"), where="sweep")
     topo = load_topology(topology)
     size_list = resolve_sizes(sizes, factor)
     if algorithms is None:
@@ -468,6 +550,8 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         raise bad_value("algorithms", algorithms, "a non-empty list of algorithm names or callables, or None (all)")
     rows = []
     p = len(topo.resolve_ranks(kwargs.get("ranks")))
+    if kwargs.get("dtype") is not None:
+        parse_dtype(kwargs["dtype"])  # a bad name is an error, not a table of refusals
 
     def refused(algo, n, reason):
         return {"collective": collective, "algorithm": getattr(algo, "__name__", algo), "mode": kwargs.get("mode", "des"),
@@ -479,6 +563,12 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
             if n < min_size(collective, p):  # a range that starts below one byte per rank
                 rows.append(refused(algo, n, f"size = {n}: {_too_small(collective, p)}"))
                 continue
+            if kwargs.get("dtype") is not None:  # a range point that is not whole elements per rank
+                try:
+                    check_elements(collective, n, kwargs["dtype"], p)
+                except ConfigError as exc:
+                    rows.append(refused(algo, n, str(exc)))
+                    continue
             try:
                 r = simulate(topo, collective, n, algo, **kwargs)
             except WorkLimitError as exc:  # one point over the work bound does not sink the sweep
