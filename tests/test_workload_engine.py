@@ -223,3 +223,10 @@ def test_dtype_rules_apply_to_a_job_collective():
         run("atlas800t-a2", w)
     with pytest.raises(hcsim.ConfigError, match="dtype"):
         Workload("x").collective("r", Communicator("c", (0, 1)), "allreduce", 64, dtype="float7")
+
+
+def test_compute_from_flops_needs_the_npus_figures():
+    w = Workload("flops")
+    w.compute("gemm", [0, 1], flops=2 * 4096**3, bytes_moved=3 * 2 * 4096**2, dtype="bf16")
+    with pytest.raises(hcsim.ConfigError, match="no compute figures"):
+        run(full_mesh(2, 1e9), w)

@@ -125,14 +125,19 @@ class Op:
 
 @dataclass(frozen=True)
 class Compute(Op):
-    """Compute on each of ``ranks`` for ``duration_s`` (each rank independently).
+    """Compute on each of ``ranks`` (each rank independently).
 
-    Tasks on one NPU that run at the same time (on different streams) share its compute
-    evenly (processor sharing); ``duration_s`` is the time alone on a full-speed NPU.
+    Either ``duration_s`` (the time alone on a full-speed NPU), or ``flops`` and
+    ``bytes_moved`` of ``dtype``, which the run turns into a time through the NPU's roofline
+    (:class:`hcsim.compute.ComputeSpec` of the topology's NPU). Tasks on one NPU that run at
+    the same time (on different streams) share its compute evenly (processor sharing).
     """
 
     ranks: tuple[int, ...] = ()
-    duration_s: float = 0.0
+    duration_s: float | None = 0.0
+    flops: float = 0.0
+    bytes_moved: float = 0.0
+    dtype: str = "fp16"
 
     def involved(self) -> tuple[int, ...]:
         return self.ranks
@@ -240,9 +245,19 @@ class Workload:
         self.ops.append(op)
         return op
 
-    def compute(self, name: str, ranks, duration_s: float, *, stream: str = COMPUTE_STREAM, after=()) -> Compute:
-        """Append a compute task of ``duration_s`` seconds on each of ``ranks``."""
+    def compute(self, name: str, ranks, duration_s: float | None = None, *, flops: float = 0.0,
+                bytes_moved: float = 0.0, dtype: str = "fp16", stream: str = COMPUTE_STREAM, after=()) -> Compute:
+        """Append a compute task on each of ``ranks``: ``duration_s`` seconds, or ``flops`` and
+        ``bytes_moved`` through the NPU's roofline at run time."""
         ranks = _ranks(f"op {name!r}: ranks", [ranks] if isinstance(ranks, numbers.Integral) else ranks)
+        if duration_s is None:
+            for field_name, v in (("flops", flops), ("bytes_moved", bytes_moved)):
+                if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not 0 <= v <= 1e30:
+                    raise bad_value(f"op {name!r}: {field_name}", v, "a number from 0 to 1e30")
+            from ..dtypes import parse_dtype
+
+            return self._add(Compute(name, stream, after, ranks, None, float(flops), float(bytes_moved),
+                                     parse_dtype(dtype, f"op {name!r}: dtype")))
         return self._add(Compute(name, stream, after, ranks, _seconds(f"op {name!r}: duration_s", duration_s)))
 
     def collective(self, name: str, comm, collective: str, size_bytes: int, *, algorithm: str | None = "auto",

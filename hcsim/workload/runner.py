@@ -150,6 +150,7 @@ class _Job:
         self.left: dict = {}     # op -> ranks not yet done
         self.algorithms: dict = {}
         self.runs: dict = {}     # op -> FlowSimulator
+        self.work_s: dict = {}   # compute op -> seconds alone at full speed (one, or per rank)
         self._schedules: dict = {}
         self._transfers = 0
 
@@ -187,9 +188,12 @@ class _Job:
         return waiting, on_rank, on_whole
 
     def play(self) -> JobResult:
-        for i, op in enumerate(self.ops):  # plan (and bound) every collective before anything runs
+        for i, op in enumerate(self.ops):  # plan (and bound) every operation before anything runs
             if isinstance(op, (Collective, SendRecv)):
                 self._plan(i, op)
+            elif isinstance(op, Compute):
+                self.work_s[i] = (op.duration_s if op.duration_s is not None else
+                                  [self._roofline(op, r) for r in op.ranks])
         self.waiting, self.on_rank, self.on_whole = self._graph()
         env = simpy.Environment()
         self.fabric.start(0.0)
@@ -240,8 +244,9 @@ class _Job:
         if isinstance(op, (RecordEvent, WaitEvent)):
             self._done(i, ranks, now)
         elif isinstance(op, Compute):
+            work = self.work_s[i]
             for r in ranks:
-                self._compute(i, r, op.duration_s, now)
+                self._compute(i, r, work if isinstance(work, float) else work[op.ranks.index(r)], now)
         else:
             run = self.runs[i]
             local = np.array(sorted(run.local_of[r] for r in ranks), dtype=np.int64)
@@ -252,6 +257,15 @@ class _Job:
                 run.enter(local, now)
 
     # ---------------------------------------------------------------- compute
+    def _roofline(self, op: Compute, r: int) -> float:
+        """Seconds of ``op`` on rank ``r``'s NPU alone at full speed, from its roofline."""
+        spec = getattr(self.topo.npu_spec(self.npus[r]), "compute", None)
+        if spec is None:
+            raise ConfigError(f"op {op.name!r}: flops = {op.flops:g}: NPU {self.npus[r]!r} of topology "
+                              f"{self.topo.name!r} has no compute figures (an NPU's 'compute' section); give "
+                              "duration_s, or use a topology that has them")
+        return float(spec.time_s(op.flops, op.bytes_moved, op.dtype))
+
     def _compute(self, i: int, r: int, work_s: float, now: float) -> None:
         if work_s <= 0:
             self._done(i, [r], now)
