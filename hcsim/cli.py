@@ -112,8 +112,10 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("-b", "--minbytes", default="8K")
     ht.add_argument("-e", "--maxbytes", default="64M")
     ht.add_argument("-f", "--stepfactor", type=int, default=2)
-    ht.add_argument("-d", "--datatype", default="fp32")
-    ht.add_argument("-o", "--op", default="sum")
+    ht.add_argument("-d", "--datatype", default="fp32",
+                    help="int8, int16, int32, int64, uint8..uint64, fp16, bfp16, fp32, fp64 (hccl_test -d); "
+                         "HCCL's unsupported pairs are refused, int64 / prod reduce on the vector core")
+    ht.add_argument("-o", "--op", default="sum", help="sum, prod, max, min (hccl_test -o)")
     ht.add_argument("-r", "--root", type=int, default=0)
     ht.add_argument("--topology", "-t", default=None, help="default: atlas800t-a2 (1 server) or atlas900-a2-pod")
     ht.add_argument("--hccl-algo", default=None, help="HCCL_ALGO for the run")

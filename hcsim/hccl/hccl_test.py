@@ -8,18 +8,25 @@ bytes per second: every row of the official sample output (hicann/oam-tools docs
 docs/data/published/hccl_test_sample.txt) is bytes / time / 2^30 to the printed digit, although
 its docs say GB/s (FACTS.md s5 repeats the docs; the printed numbers decide). No bus
 bandwidth is printed.
+
+``-d`` and ``-o`` reach the simulation (:mod:`hcsim.dtypes`): a (collective, dtype, op) HCCL
+does not run on the machine's product is refused in one line, as hccl_test's README says
+HCCL refuses it, and a dtype / op the SDMA engine cannot reduce inline (int64, prod; on
+910A anything but fp32 sum) is reduced on the vector core, which is slower.
 """
 
 from __future__ import annotations
 
+from ..dtypes import DTYPES as _DTYPES
+from ..dtypes import check_supported, parse_dtype
 from ..errors import bad_value, unknown_name
 from ..units import parse_size, size_range
 
 BINARIES = {"all_reduce_test": "allreduce", "all_gather_test": "allgather", "reduce_scatter_test": "reducescatter",
             "alltoall_test": "alltoall", "alltoallv_test": "alltoallv", "broadcast_test": "broadcast",
             "reduce_test": "reduce", "scatter_test": "scatter"}
-DTYPES = {"int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "fp16": 2, "bfp16": 2, "int32": 4, "uint32": 4,
-          "fp32": 4, "int64": 8, "uint64": 8, "fp64": 8}
+DTYPES = {d.hccl_test_name: d.size_bytes for d in _DTYPES.values()}
+"""hccl_test's ``-d`` spellings and element sizes (hccl_test README; hcsim.dtypes)."""
 OPS = ("sum", "prod", "max", "min")
 NPUS_PER_910B_SERVER = 8
 """NPUs in an Atlas 800T A2 server, the default machine (npu-smi topo, FACTS.md s4)."""
@@ -57,10 +64,12 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
 
     if binary not in BINARIES:
         raise unknown_name("hccl_test binary", binary, BINARIES)
-    if dtype not in DTYPES:
+    if dtype not in DTYPES and not (isinstance(dtype, str) and dtype.lower() in ("float16", "float32", "float64",
+                                                                                 "bfloat16", "bf16")):
         raise unknown_name("-d", dtype, DTYPES)
     if op not in OPS:
         raise unknown_name("-o", op, OPS)
+    unit = DTYPES[_DTYPES[parse_dtype(dtype, "-d")].hccl_test_name]
     for name, value in (("-p", npus), ("-n", servers)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise bad_value(name, value, "an integer >= 1")
@@ -87,13 +96,13 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
     sizes = size_range(minbytes, maxbytes, factor)
     lo, hi = parse_size(minbytes), parse_size(maxbytes)
     lines = [f"the minbytes is {lo}, maxbytes is {hi}, iters is {iters}, warmup_iters is {warmup_iters}", HEADER]
-    unit = DTYPES[dtype]
+    check_supported(BINARIES[binary], dtype, op, topo.product)
     for nbytes in sizes:
         need = unit * (len(ranks) if per_rank else 1)
         if nbytes % need:
             raise bad_value("data size", nbytes, f"a multiple of {need} bytes ({dtype}"
                             + (f" x {len(ranks)} ranks)" if per_rank else ")"))
         r = simulate(topo, collective, nbytes, ranks=ranks, root=root, hccl_algo=hccl_algo,
-                     algorithm=None if hccl_algo else "auto")
+                     algorithm=None if hccl_algo else "auto", dtype=dtype, reduce_op=op)
         lines.append(format_row(nbytes, r.time_us, "success" if r.config.get("verified") else "NA"))
     return "\n".join(lines) + "\n"
