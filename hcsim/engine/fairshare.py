@@ -39,8 +39,12 @@ def max_min_rates(pair_flow: np.ndarray, pair_res: np.ndarray, capacity: np.ndar
     rate = np.zeros(n_flows)
     if n_flows == 0:
         return rate
-    used, local = np.unique(pair_res, return_inverse=True)
-    remaining = capacity[used].astype(float)
+    if capacity.size <= 8 * pair_res.size + 4096:  # few resources: index them directly, no sort
+        local, remaining = pair_res, capacity.astype(float)
+    else:
+        used, local = np.unique(pair_res, return_inverse=True)
+        remaining = capacity[used].astype(float)
+    n_res = remaining.size
     frozen = np.zeros(n_flows, dtype=bool)
     live = np.ones(len(pair_flow), dtype=bool)
     while True:
@@ -48,9 +52,9 @@ def max_min_rates(pair_flow: np.ndarray, pair_res: np.ndarray, capacity: np.ndar
         if pf.size == 0:
             break
         pr = local[live]
-        count = np.bincount(pr, minlength=len(used))
+        count = np.bincount(pr, minlength=n_res)
         busy = count > 0
-        share = np.full(len(used), np.inf)
+        share = np.full(n_res, np.inf)
         share[busy] = remaining[busy] / count[busy]
         s = share.min()
         rate[~frozen] += s
