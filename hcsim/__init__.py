@@ -35,8 +35,18 @@ from .verify import verify
 
 __version__ = "0.1.0"
 
+
+def run(scenario, **kwargs):
+    """Run a scenario (a YAML file, a mapping or a :class:`hcsim.scenario.Scenario`) and
+    return its :class:`~hcsim.workload.JobResult`; ``kwargs`` are
+    :func:`hcsim.scenario.load_scenario`'s (``servers``, ``overrides``). docs/scenarios.md."""
+    from .scenario import run_scenario
+
+    return run_scenario(scenario, **kwargs)
+
+
 __all__ = [
     "COLLECTIVES", "AlgorithmSpec", "ConfigError", "HcsimError", "Result", "Schedule", "ScheduleError",
     "StuckScheduleError", "Topology", "TopologyError", "WorkLimitError", "algorithms_for", "build_schedule",
-    "load_topology", "parse_size", "register", "save_topology", "select", "simulate", "sweep", "verify",
+    "load_topology", "parse_size", "register", "run", "save_topology", "select", "simulate", "sweep", "verify",
 ]

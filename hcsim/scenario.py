@@ -358,6 +358,8 @@ def _options(value, world: int) -> dict:
         if not isinstance(given, dict):
             raise _bad("options.speed", given, "a mapping {rank: compute speed factor} (0.5: half as fast)")
         for r, f in given.items():
+            if isinstance(r, str) and r.isascii() and r.isdigit() and len(r) < 10:
+                r = int(r)  # a key written "3" (JSON) means rank 3
             rank = _integer("options.speed", r, 0, world - 1)
             speed[rank] = _number(f"options.speed.{rank}", f, 1.0, 1e-6, 1e6, "(a speed factor)")
         out["speed"] = speed
