@@ -35,21 +35,28 @@ Examples
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
 
+from ..dtypes import element_size, parse_dtype
 from ..errors import ConfigError, bad_value, unknown_name
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1}
-"""Bytes per element of the data types the generators accept."""
+FLOAT_DTYPES = ("fp32", "fp16", "bf16")
+"""Data types a model's weights, activations and gradients may have."""
 
 
 def dtype_bytes(dtype: str, field_name: str = "dtype") -> int:
-    """Bytes per element of ``dtype`` (one of :data:`DTYPE_BYTES`), or a one-line error."""
-    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
-        raise bad_value(field_name, dtype, "one of " + ", ".join(DTYPE_BYTES))
-    return DTYPE_BYTES[dtype]
+    """Bytes per element of ``dtype`` (``fp32``, ``fp16`` or ``bf16``, or an alias
+    :func:`hcsim.dtypes.parse_dtype` knows), or a one-line error."""
+    try:
+        name = parse_dtype(dtype, field_name)
+    except ConfigError:
+        name = None
+    if name not in FLOAT_DTYPES:
+        raise bad_value(field_name, dtype, "one of " + ", ".join(FLOAT_DTYPES))
+    return element_size(name)
 
 
 def _count(field_name: str, value, low: int = 1) -> int:
@@ -124,6 +131,7 @@ class LayerTable:
                             "distinct layer names")
         object.__setattr__(self, "layers", layers)
         dtype_bytes(self.params_dtype, f"model {self.name!r}: params_dtype")
+        object.__setattr__(self, "params_dtype", parse_dtype(self.params_dtype))
 
     def params(self) -> int:
         """Trainable parameters of the whole network."""
@@ -232,6 +240,7 @@ class Transformer:
             if not isinstance(getattr(self, f), bool):
                 raise bad_value(f"{where}: {f}", getattr(self, f), "true or false")
         dtype_bytes(self.params_dtype, f"{where}: params_dtype")
+        object.__setattr__(self, "params_dtype", parse_dtype(self.params_dtype))
 
     # --- parameters -------------------------------------------------------------------------
 
@@ -442,5 +451,53 @@ def preset(name: str):
     return PRESETS[name]()
 
 
-__all__ = ["DTYPE_BYTES", "PRESETS", "Layer", "LayerTable", "Transformer", "dtype_bytes", "gpt3", "llama2",
-           "preset", "resnet50"]
+_TRANSFORMER_FIELDS = ("name", "layers", "hidden", "heads", "seq_len", "vocab", "ffn_hidden", "kv_heads", "gated_mlp",
+                      "bias", "learned_positions", "tied_embeddings", "experts", "top_k", "params_dtype", "source")
+
+
+def load_model(value):
+    """A model from what a scenario or a caller gives: a :class:`Transformer` or
+    :class:`LayerTable` (returned as it is), a preset name, or a mapping: ``{preset: name,
+    <field>: value ...}`` (a preset with fields changed), Transformer fields, or ``{csv:
+    path, params_dtype: ...}`` (a layer table).
+
+    Examples
+    --------
+    >>> load_model({"preset": "gpt3-1.3b", "seq_len": 1024}).seq_len
+    1024
+    """
+    if isinstance(value, (Transformer, LayerTable)):
+        return value
+    if isinstance(value, str):
+        return preset(value)
+    if not isinstance(value, dict):
+        raise bad_value("model", value, "a preset name (" + ", ".join(PRESETS) + "), a mapping, or a model object")
+    d = dict(value)
+    if "csv" in d:
+        extra = set(d) - {"csv", "name", "params_dtype"}
+        if extra:
+            raise bad_value("model", sorted(extra)[0], "a key of csv, name, params_dtype (a layer table)")
+        return LayerTable.from_csv(d["csv"], name=d.get("name"), params_dtype=d.get("params_dtype", "fp16"))
+    base = preset(d.pop("preset")) if "preset" in d else None
+    if isinstance(base, LayerTable):
+        if d:
+            raise bad_value("model", sorted(d)[0], f"nothing besides preset for the layer table {base.name!r}")
+        return base
+    for k in d:
+        if k not in _TRANSFORMER_FIELDS:
+            raise bad_value("model", k, "a key of preset, csv, " + ", ".join(_TRANSFORMER_FIELDS))
+    if base is not None:
+        if "ffn_hidden" not in d and base.ffn_hidden == 4 * base.hidden:
+            d["ffn_hidden"] = 0  # still 4 h of the new h
+        if "kv_heads" not in d and base.kv_heads == base.heads:
+            d["kv_heads"] = 0
+        return dataclasses.replace(base, **d)
+    d.setdefault("name", "transformer")
+    missing = [k for k in ("layers", "hidden", "heads", "seq_len", "vocab") if k not in d]
+    if missing:
+        raise bad_value("model", missing[0], "given (a transformer needs layers, hidden, heads, seq_len, vocab)")
+    return Transformer(**d)
+
+
+__all__ = ["FLOAT_DTYPES", "PRESETS", "Layer", "LayerTable", "Transformer", "dtype_bytes", "gpt3", "llama2",
+           "load_model", "preset", "resnet50"]
