@@ -230,3 +230,15 @@ def test_compute_from_flops_needs_the_npus_figures():
     w.compute("gemm", [0, 1], flops=2 * 4096**3, bytes_moved=3 * 2 * 4096**2, dtype="bf16")
     with pytest.raises(hcsim.ConfigError, match="no compute figures"):
         run(full_mesh(2, 1e9), w)
+
+
+def test_a_dtype_the_dma_cannot_reduce_goes_through_the_vector_core_as_in_simulate():
+    for dtype, op in (("int64", "sum"), ("fp32", "prod"), ("fp16", "max")):
+        expected = hcsim.simulate("atlas800t-a2", "allreduce", 8 << 20, "ring", dtype=dtype, reduce_op=op)
+        w = Workload("vec")
+        w.collective("r", w.communicator("world", range(8)), "allreduce", 8 << 20, algorithm="ring",
+                     dtype=dtype, reduce_op=op)
+        assert run("atlas800t-a2", w).step_time_s == pytest.approx(expected.time_s, rel=1e-12)
+    slow = hcsim.simulate("atlas800t-a2", "allreduce", 8 << 20, "ring", dtype="int64").time_s
+    fast = hcsim.simulate("atlas800t-a2", "allreduce", 8 << 20, "ring", dtype="int32").time_s
+    assert slow > fast  # the check above compares something that differs

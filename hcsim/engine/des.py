@@ -73,6 +73,10 @@ class EngineConfig:
         Multiplies the time an NPU's reduction unit spends per byte (``reduce_Bps`` is the
         rate for fp32 sum; :func:`hcsim.dtypes.reduce_time_factor` gives the factor for
         another data type and reduce operation). 1.0 changes nothing, bit for bit.
+    inline_reduce : bool
+        False: no link reduces inline in this run, every reduction goes through the NPUs'
+        reduction units (HCCL reduces a data type or operation its DMA engines cannot on the
+        vector core: :func:`hcsim.dtypes.inline_reduce_supported`).
     """
 
     step_overhead_s: float = 0.0
@@ -86,6 +90,7 @@ class EngineConfig:
     """Work bound: the run stops with :class:`~hcsim.errors.WorkLimitError` once this many flow
     rates have been recomputed (deterministic: the same call stops at the same point)."""
     reduce_time_factor: float = 1.0
+    inline_reduce: bool = True
 
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
@@ -161,7 +166,8 @@ class _StepState:
     __slots__ = ("k", "src", "dst", "nbytes", "charged", "extra_s", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
                  "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero")
 
-    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None):
+    def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None,
+                 inline_ok=True):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
@@ -183,7 +189,8 @@ class _StepState:
         self.sub_left = np.diff(route.sub_ptr)
         self.gid0 = gid0
         # time the destination's reduction unit spends on each transfer (0: none or inline)
-        self.reduce_s = np.where(self.reduce & ~route.inline, self.nbytes / reduce_Bps[self.dst], 0.0)
+        offload = ~route.inline if inline_ok else True
+        self.reduce_s = np.where(self.reduce & offload, self.nbytes / reduce_Bps[self.dst], 0.0)
         self.any_reduce = bool((self.reduce_s > 0).any())
         self.has_zero = bool((self.nbytes <= 0).any())
         if record:
@@ -523,7 +530,7 @@ class FlowSimulator:
             if not len(step):
                 continue
             st = _StepState(k, step, self._routing(step), 0, False, self.reduce_Bps, self._regimes,
-                            None if self._new_peer is None else self._new_peer[k])
+                            None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             r = st.route
             bw = (self.fabric._path_bw[r.sub_path] if r.single
                   else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
@@ -647,7 +654,7 @@ class FlowSimulator:
         if st is None:
             step = self.schedule.steps[k]
             st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps,
-                            self._regimes, None if self._new_peer is None else self._new_peer[k])
+                            self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             self.next_gid += st.n
             self.step_count[k] = st.n
             r = st.route  # every byte of the step will cross its paths: count them once here

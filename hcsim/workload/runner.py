@@ -20,6 +20,7 @@ import simpy
 from .. import verify as _verify
 from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
+from ..api import DEFAULT_ALGORITHM, _reduces_inline, _send_matrix, rank_layout
 from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator
 from ..errors import ConfigError, WorkLimitError, bad_value
@@ -326,7 +327,9 @@ class _Job:
                            message_regimes=self.defaults.message_regimes,
                            max_flow_updates=self.fabric.max_flow_updates,
                            reduce_time_factor=(reduce_time_factor(op.dtype, op.reduce_op)
-                                               if isinstance(op, Collective) and op.dtype is not None else 1.0))
+                                               if isinstance(op, Collective) and op.dtype is not None else 1.0),
+                           inline_reduce=(_reduces_inline(op.collective, self.topo.product, op.dtype, op.reduce_op)
+                                          if isinstance(op, Collective) else True))
         run = FlowSimulator(self.topo, [self.npus[r] for r in members], schedule, cfg, fabric=self.fabric,
                             on_finish=lambda local, now, i=i, members=members: self._done(
                                 i, [members[int(x)] for x in local], now))
@@ -335,7 +338,6 @@ class _Job:
         self.runs[i] = run
 
     def _collective_schedule(self, op: Collective, rank_nodes):
-        from ..api import DEFAULT_ALGORITHM, _send_matrix, rank_layout
 
         p = len(rank_nodes)
         servers, pods = rank_layout(self.topo, rank_nodes)
