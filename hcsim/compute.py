@@ -34,12 +34,12 @@ Sources of the presets
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from .dtypes import DTYPES, parse_dtype
 from .errors import bad_value
-from .topology.spec import real
 
 TFLOPS = 1e12
 TBps = 1e12
@@ -47,6 +47,17 @@ TBps = 1e12
 MIN_FLOPS = 1e-20
 MAX_FLOPS = 1e30
 """Range of a peak rate, FLOP/s (the same far-out bounds as bandwidths)."""
+
+
+def real(field_name: str, value, allowed: str) -> float:
+    """``value`` as a float if it is a real number (not a bool), else the one-line error
+    (the same rule as the topology specs'; kept here so topology.spec can import this module)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise bad_value(field_name, value, allowed)
+    try:
+        return float(value)
+    except (OverflowError, ValueError, TypeError):
+        raise bad_value(field_name, value, allowed) from None
 
 
 def _efficiency(name: str, value) -> float:
@@ -186,9 +197,10 @@ class ComputeSpec:
         return max(compute, memory)
 
     def to_dict(self) -> dict:
-        """The YAML form (``hbm_bandwidth``, ``peak_flops`` keyed by dtype, ...)."""
-        d = {"peak_flops": dict(self.peak_flops_by_dtype), "hbm_bandwidth": self.hbm_Bps,
-             "efficiency": self.efficiency}
+        """The YAML form: ``peak_TFLOPS`` keyed by dtype, ``hbm_GBps``, ``efficiency``,
+        ``hbm_efficiency``, ``source`` (units in the keys, like the topology files' others)."""
+        d = {"peak_TFLOPS": {k: v / TFLOPS for k, v in self.peak_flops_by_dtype.items()},
+             "hbm_GBps": self.hbm_Bps / 1e9, "efficiency": self.efficiency}
         if self.hbm_efficiency is not None:
             d["hbm_efficiency"] = self.hbm_efficiency
         if self.source:
@@ -198,15 +210,31 @@ class ComputeSpec:
     @classmethod
     def from_dict(cls, d, where: str = "compute") -> ComputeSpec:
         """Read the YAML form strictly: unknown keys are refused, naming ``where``."""
+        known = ("peak_TFLOPS", "hbm_GBps", "efficiency", "hbm_efficiency", "source")
         if not isinstance(d, dict):
-            raise bad_value(where, d, "a mapping with peak_flops, hbm_bandwidth, efficiency, hbm_efficiency, source")
-        known = ("peak_flops", "hbm_bandwidth", "efficiency", "hbm_efficiency", "source")
+            raise bad_value(where, d, "a mapping with " + ", ".join(known))
         for k in d:
             if k not in known:
                 raise bad_value(f"{where}.{k}", d[k], "unknown key; known: " + ", ".join(known))
-        return cls(peak_flops_by_dtype=d.get("peak_flops", {}), hbm_Bps=d.get("hbm_bandwidth", math.inf),
-                   efficiency=d.get("efficiency", 1.0), hbm_efficiency=d.get("hbm_efficiency"),
-                   source=d.get("source", ""))
+        peaks = d.get("peak_TFLOPS", {})
+        if not isinstance(peaks, dict):
+            raise bad_value(f"{where}.peak_TFLOPS", peaks, "a mapping of data type to TFLOPS, e.g. {fp16: 353.8}")
+        scaled = {}
+        for k, v in peaks.items():
+            allowed = f"TFLOPS from {MIN_FLOPS / TFLOPS:g} to {MAX_FLOPS / TFLOPS:g}"
+            x = real(f"{where}.peak_TFLOPS.{k}", v, allowed)
+            if not MIN_FLOPS / TFLOPS <= x <= MAX_FLOPS / TFLOPS:
+                raise bad_value(f"{where}.peak_TFLOPS.{k}", v, allowed)
+            scaled[k] = x * TFLOPS
+        hbm = d.get("hbm_GBps")
+        if hbm is not None:
+            allowed = "GB/s from 1e-29 to 1e21"
+            x = real(f"{where}.hbm_GBps", hbm, allowed)
+            if not 1e-29 <= x <= 1e21:
+                raise bad_value(f"{where}.hbm_GBps", hbm, allowed)
+        hbm = math.inf if hbm is None else x * 1e9
+        return cls(peak_flops_by_dtype=scaled, hbm_Bps=hbm, efficiency=d.get("efficiency", 1.0),
+                   hbm_efficiency=d.get("hbm_efficiency"), source=d.get("source", ""))
 
 
 _MSMODELING = "Ascend/msmodeling HWConf.create"

@@ -8,6 +8,7 @@ with i the global rank-order index.
 
 from __future__ import annotations
 
+from ..compute import ASCEND_910B, ASCEND_910C_DIE
 from ..errors import HcsimError, bad_value
 from .builders import _args, _count, _ratio, _uplink, check_size
 from .model import ExecutionDefaults, Topology
@@ -78,8 +79,9 @@ def _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps, endpoint_B
     names = []
     for i in range(npus_per_server):
         name = f"npu{base + i}"
+        # compute: hcsim.compute.ASCEND_910B (msmodeling's 910B2 figures, cited there)
         t.add_npu(name, NpuSpec(server=s, local_index=i, reduce_Bps=reduce_Bps, injection_Bps=endpoint_Bps,
-                                ejection_Bps=endpoint_Bps))
+                                ejection_Bps=endpoint_Bps, compute=ASCEND_910B))
         t.add_node(f"nic{base + i}", "nic")
         t.add_link(name, f"nic{base + i}", roce)
         names.append(name)
@@ -307,7 +309,9 @@ def atlas900_a3_superpod(*, nodes: int = 16, npus_per_node: int = 8, superpods: 
             names = []
             for d in range(dies):
                 name = f"npu{base + d}"
-                t.add_npu(name, NpuSpec(server=pod * nodes + node, pod=pod, local_index=d, reduce_Bps=reduce_Bps))
+                # an NPU here is one 910C die: hcsim.compute.ASCEND_910C_DIE (cited there)
+                t.add_npu(name, NpuSpec(server=pod * nodes + node, pod=pod, local_index=d, reduce_Bps=reduce_Bps,
+                                        compute=ASCEND_910C_DIE))
                 t.add_link(name, l1, ub)
                 t.add_node(f"nic{base + d}", "nic")
                 t.add_link(name, f"nic{base + d}", roce)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import yaml
 
+from ..compute import ComputeSpec
 from ..engine.regimes import OVERHEAD_WHEN, MessageRegimes
 from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value, shown
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS, MAX_SIZE_BYTES
@@ -75,7 +76,7 @@ _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_c
                  "modes", "message_regimes"}
 _REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency",
                 "many_peer_efficiency"}
-_NPU_KEYS = {"name", "server", "pod", "local_index", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
+_NPU_KEYS = {"name", "server", "pod", "local_index", "compute", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
 _LINK_KEYS = {"src", "dst", "bandwidth_GBps", "latency_us", "tier", "inline_reduce", "bidirectional"}
@@ -645,6 +646,8 @@ def _explicit(topo: Topology, doc: dict) -> None:
             value = n.get(f"{key}_GBps")
             if value is not None or (key == "reduce" and f"{key}_GBps" in n):  # null: no limit (reduce: a number)
                 kw[f"{key}_Bps"] = _gbps(f"{w}.{key}_GBps", value, allow_inf=key == "reduce")
+        if n.get("compute") is not None:
+            kw["compute"] = _at(w, ComputeSpec.from_dict, n["compute"])
         _at(w, topo.add_npu, _label(f"{w}.name", n["name"]), _at(w, NpuSpec, **kw))
     for i, n in enumerate(nodes):
         w = f"nodes[{i}]"
@@ -769,6 +772,10 @@ def save_topology(topo: Topology, path) -> Path:
         raise bad_value("path", _brief(path), "a file path")
     path = Path(path)
     doc = topo.to_dict()
+    for npu in doc.get("npus", ()):  # each NPU's compute section (Topology.to_dict leaves it out)
+        spec = topo.npu_spec(npu["name"])
+        if spec.compute is not None:
+            npu["compute"] = spec.compute.to_dict()
     values = _values(doc)
     if values > MAX_YAML_NODES:
         raise WorkLimitError(f"topology {topo.name!r}: its explicit file would hold {values:,} values, more than "

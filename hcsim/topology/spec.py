@@ -12,6 +12,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from ..compute import ComputeSpec
 from ..errors import bad_value
 from ..limits import MAX_NODES
 
@@ -159,6 +160,10 @@ class NpuSpec:
     engine_Bps : float or None
         What the NPU sends and receives together, over all peers (its transport's duplex
         overlap: between ``max(injection, ejection)`` for none and their sum for full).
+    compute : ComputeSpec or None
+        What the NPU computes (peak FLOP/s per data type, HBM bandwidth: a roofline,
+        :class:`hcsim.compute.ComputeSpec`), for workloads' compute tasks; None: not given.
+        Collectives do not use it.
 
     Examples
     --------
@@ -175,6 +180,7 @@ class NpuSpec:
     half_duplex: bool = False
     exchange_Bps: float | None = None
     engine_Bps: float | None = None
+    compute: ComputeSpec | None = None
 
     def __post_init__(self):
         for name in ("server", "pod", "local_index"):
@@ -186,6 +192,8 @@ class NpuSpec:
         _set(self, "half_duplex", flag("half_duplex", self.half_duplex))
         if self.half_duplex and self.injection_Bps is None and self.ejection_Bps is None:
             raise bad_value("half_duplex", True, "needs injection or ejection bandwidth to share")
+        if self.compute is not None and not isinstance(self.compute, ComputeSpec):
+            raise bad_value("compute", self.compute, "an hcsim.compute.ComputeSpec, or None")
 
     @property
     def duplex_Bps(self) -> float | None:
