@@ -189,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
     ru = sub.add_parser("run", help="run a scenario file (a job: topology, workload, options)")
     ru.add_argument("scenario", help="a scenario YAML file (scenarios/*.yaml, docs/scenarios.md)")
     ru.add_argument("--servers", type=int, default=None, help="servers (nodes) in the scenario's topology")
+    ru.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="change one field of the file before it is checked, e.g. workload.params.batch=128 "
+                    "(VALUE is YAML; repeatable)")
     ru.add_argument("--trace", help="write a Chrome trace (JSON, opens in ui.perfetto.dev) here")
     ru.add_argument("--trace-group", default="npu", help="npu (a process per NPU) or server (per server)")
     ru.add_argument("--plot", help="write the timeline (PNG, PDF or SVG) here")
@@ -553,7 +556,7 @@ def _cmd_run(a) -> int:
         raise HcsimError(f"--trace-group = {a.trace_group!r}: one of {', '.join(GROUPS)}")
     if a.max_rows < 0:
         raise HcsimError(f"--max-rows = {a.max_rows}: a count >= 0")
-    sc = load_scenario(a.scenario, servers=a.servers)
+    sc = load_scenario(a.scenario, servers=a.servers, overrides=_settings(a.set))
     result = run(sc.topology, sc.workload, **sc.options)
     print(_format_job(sc, result, a.max_rows), end="")
     if a.csv:
@@ -568,6 +571,22 @@ def _cmd_run(a) -> int:
 
         print(f"# timeline written to {plot_timeline(result, a.plot, title=sc.name)}")
     return 0
+
+
+def _settings(items) -> dict:
+    """``--set FIELD=VALUE`` pairs as load_scenario's overrides (each VALUE read as YAML)."""
+    import yaml
+
+    out = {}
+    for item in items:
+        field, sep, text = item.partition("=")
+        if not sep or not field.strip():
+            raise HcsimError(f"--set = {item!r}: FIELD=VALUE, such as workload.params.batch=128")
+        try:
+            out[field.strip()] = yaml.safe_load(text) if len(text) <= 10_000 else text
+        except yaml.YAMLError:
+            raise HcsimError(f"--set = {item!r}: the value is not YAML") from None
+    return out
 
 
 def _table(head, rows) -> list[str]:

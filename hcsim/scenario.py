@@ -82,7 +82,7 @@ _OPTION_KEYS = {"mode", "routing", "ecmp_seed", "hccl", "speed", "max_transfers"
 _HCCL_KEYS = {"buffsize", "deterministic", "qps_per_connection", "expansion_mode"}
 _COMMON_OP_KEYS = {"kind", "name", "stream", "after"}
 _OP_KEYS = {
-    "compute": {"ranks", "duration_us"},
+    "compute": {"ranks", "duration_us", "flops", "bytes_moved", "dtype"},
     "collective": {"comm", "collective", "size", "algorithm", "root", "reduce_op", "dtype", "send_matrix"},
     "send": {"src", "dst", "size"},
     "record": {"ranks", "event"},
@@ -476,9 +476,22 @@ def _op(w: str, op, world: int) -> dict:
             raise ConfigError(f"{w}: missing key 'ranks'")
         out["ranks"] = _ranks(f"{w}.ranks", op["ranks"], world)
     if kind == "compute":
-        if "duration_us" not in op:
-            raise ConfigError(f"{w}: missing key 'duration_us'")
-        out["duration_s"] = _number(f"{w}.duration_us", op["duration_us"], 1e-6, 0.0, 1e9, "microseconds")
+        roofline = [k for k in ("flops", "bytes_moved", "dtype") if k in op]
+        if "duration_us" in op and roofline:
+            raise ConfigError(f"{w}: key {roofline[0]!r} cannot be used with 'duration_us' (a time, or the work "
+                              "the NPU's roofline turns into one)")
+        if "duration_us" not in op and not {"flops", "bytes_moved"} & set(op):
+            raise ConfigError(f"{w}: missing key 'duration_us' (or flops and bytes_moved)")
+        if "duration_us" in op:
+            out["duration_s"] = _number(f"{w}.duration_us", op["duration_us"], 1e-6, 0.0, 1e9, "microseconds")
+        else:
+            from .dtypes import parse_dtype
+
+            out["duration_s"] = None
+            out["flops"] = _number(f"{w}.flops", op.get("flops", 0), 1.0, 0.0, 1e30, "floating-point operations")
+            out["bytes_moved"] = _number(f"{w}.bytes_moved", op.get("bytes_moved", 0), 1.0, 0.0, 1e30,
+                                         "bytes through HBM")
+            out["dtype"] = parse_dtype(op.get("dtype", "fp16"), f"{w}.dtype")
     elif kind in ("record", "wait"):
         if "event" not in op:
             raise ConfigError(f"{w}: missing key 'event'")
@@ -565,7 +578,11 @@ def _add(workload, c: dict, suffix: str) -> None:
     after = [a + suffix for a in c["after"]]
     kind = c["kind"]
     if kind == "compute":
-        workload.compute(name, c["ranks"], c["duration_s"], stream=c["stream"], after=after)
+        if c["duration_s"] is None:
+            workload.compute(name, c["ranks"], flops=c["flops"], bytes_moved=c["bytes_moved"], dtype=c["dtype"],
+                             stream=c["stream"], after=after)
+        else:
+            workload.compute(name, c["ranks"], c["duration_s"], stream=c["stream"], after=after)
     elif kind == "collective":
         workload.collective(name, c["comm"], c["collective"], c["size"], algorithm=c["algorithm"], root=c["root"],
                             reduce_op=c["reduce_op"], dtype=c["dtype"], send_matrix=c["send_matrix"],

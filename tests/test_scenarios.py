@@ -296,3 +296,21 @@ def test_hcsim_run_is_the_scenario_runner():
 
     r = hcsim.run(REPO / "scenarios/moe_alltoallv_910b.yaml")
     assert r.step_time_s > 0 and r.name == "moe-alltoallv-910b"
+
+
+def test_compute_by_flops_and_cli_set(capsys):
+    doc = {"topology": "atlas800t-a2", "workload": {"ops": [
+        {"kind": "compute", "name": "gemm", "ranks": [0], "flops": 1.0e+12, "dtype": "fp16"}]}}
+    t = run_scenario(doc).step_time_s
+    assert t == pytest.approx(2 * run_scenario(doc, overrides={"workload.ops": [
+        {"kind": "compute", "name": "gemm", "ranks": [0], "flops": 5.0e+11, "dtype": "fp16"}]}).step_time_s)
+    bad = {"topology": "atlas800t-a2", "workload": {"ops": [
+        {"kind": "compute", "name": "gemm", "ranks": [0], "flops": 1, "duration_us": 3}]}}
+    with pytest.raises(HcsimError, match="cannot be used with 'duration_us'"):
+        load_scenario(bad)
+    good = str(REPO / "scenarios/acl_overlap_allreduce.yaml")
+    assert main(["run", good, "--set", "options.speed={0: 0.5}", "--max-rows", "0"]) == 0
+    assert "step time: 5400.00 us" in capsys.readouterr().out  # rank 0's 2.7 ms of compute at half speed
+    assert main(["run", good, "--set", "novalue"]) == 2
+    assert main(["run", good, "--set", "options.speed={0: 0}"]) == 2
+    assert "options.speed.0 = 0" in capsys.readouterr().err
