@@ -357,7 +357,9 @@ _GPT3 = {  # name: (layers, d_model, heads) from Table 2.1
     "gpt3-1.3b": (24, 2048, 24),
     "gpt3-2.7b": (32, 2560, 32),
     "gpt3-6.7b": (32, 4096, 32),
-    "gpt3-13b": (40, 5140, 40),  # the table prints d_model 5140 (heads x d_head = 5120)
+    # the table prints d_model 5140 beside 40 heads of d_head 128 = 5120; 5120 is used (and is
+    # what Megatron-LM's GPT-3 13B configurations take), so TP 8 divides it
+    "gpt3-13b": (40, 5120, 40),
     "gpt3-175b": (96, 12288, 96),
 }
 
