@@ -78,6 +78,8 @@ MODES = ("des",)
 
 _TOP_KEYS = {"name", "description", "topology", "servers", "layout", "model", "workload", "options", "report"}
 _LAYOUT_KEYS = {*LAYOUT_AXES, "order"}
+_CONTEXT = {"topology", "layout", "model", "name", "compute_time"}
+"""Generator arguments a scenario fills itself (not ``params``)."""
 _OPTION_KEYS = {"mode", "routing", "ecmp_seed", "hccl", "speed", "max_transfers", "max_flow_updates"}
 _HCCL_KEYS = {"buffsize", "deterministic", "qps_per_connection", "expansion_mode"}
 _COMMON_OP_KEYS = {"kind", "name", "stream", "after"}
@@ -298,18 +300,21 @@ def _topology(value, base: Path, servers):
 
 
 def _layout(value) -> dict:
+    """``layout:`` checked key by key; ``order`` as a tuple (the generator checks the rest)."""
     layout = _mapping("layout", value, _LAYOUT_KEYS)
     out = {}
     for axis in LAYOUT_AXES:
         if axis in layout:
             out[axis] = _integer(f"layout.{axis}", layout[axis], 1, 1 << 20)
     if "order" in layout:
+        from .workload.layout import DIMENSIONS
+
         order = layout["order"]
-        parts = order.split("-") if isinstance(order, str) else None
-        if not parts or sorted(parts) != sorted(set(parts)) or any(p not in LAYOUT_AXES for p in parts):
-            raise _bad("layout.order", order, "the axes tp, pp, dp, ep joined by '-', innermost first, each at "
-                       "most once (tp-ep-dp-pp)")
-        out["order"] = order
+        parts = order.replace("-", " ").replace(",", " ").split() if isinstance(order, str) else order
+        if not isinstance(parts, (list, tuple)) or sorted(map(str, parts)) != sorted(DIMENSIONS):
+            raise _bad("layout.order", order, "tp, pp and dp once each, innermost first (tp-pp-dp, "
+                       "Megatron-LM's order)")
+        out["order"] = tuple(parts)
     return out
 
 
@@ -611,20 +616,27 @@ def _generated(w: dict, name: str, topo: Topology, layout: dict, model):
     params = dict(_mapping("workload.params", w.get("params")))
     sig = inspect.signature(fn)
     known = {k for k, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
-    context = {"topology": topo, "layout": layout or None, "model": model, "name": name}
+    settable = known - _CONTEXT
     for k in params:
-        if k in context or k not in known:
+        if k not in settable:
+            where = {"layout": "layout:", "model": "model:", "topology": "topology:"}.get(k)
             raise _bad(f"workload.params.{k}", params[k], f"not a parameter of generator {gen!r}"
-                       + _did_you_mean(k, known - set(context)) + "; known: "
-                       + ", ".join(sorted(known - set(context))))
+                       + (f" (set it as the scenario's {where})" if where else _did_you_mean(k, settable))
+                       + "; known: " + ", ".join(sorted(settable)))
+    context = {"topology": topo, "layout": layout or None, "model": model, "name": name}
     kwargs = {k: v for k, v in context.items() if k in known and v is not None}
     try:
         workload = fn(**kwargs, **params)
     except HcsimError as exc:
-        msg = str(exc)
+        msg = str(exc).removeprefix(f"{gen}: ")
         head = msg.split(" = ", 1)[0]
-        raise type(exc)(f"workload.params.{msg}" if head in params else f"workload: generator {gen!r}: {msg}") \
-            from None
+        if head in params:
+            msg = f"workload.params.{msg}"
+        elif head.startswith(("layout", "model")):
+            pass  # already names the scenario's field
+        else:
+            msg = f"workload: generator {gen!r}: {msg}"
+        raise type(exc)(msg) from None
     from .workload import Workload
 
     if not isinstance(workload, Workload):  # pragma: no cover - a generator's bug

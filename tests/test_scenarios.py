@@ -21,10 +21,9 @@ SCENARIOS = sorted((REPO / "scenarios").glob("*.yaml"))
 
 SMALL = {
     # scenario file stem -> (servers, overrides) making the same job small enough for make test
-    "llm_910b_pod": (4, {"layout.dp": 1, "layout.tp": 8, "layout.pp": 4, "workload.params.micro_batches": 4,
-                         "model": "gpt3-6.7b"}),
-    "moe_a3_superpod": (2, {"layout.dp": 4, "layout.ep": 4, "layout.tp": 8, "layout.pp": 1,
-                            "workload.params.micro_batches": 1}),
+    "llm_910b_pod": (4, {"layout.dp": 1, "workload.params.micro_batches": 4, "model": "gpt3-1.3b"}),
+    "moe_a3_superpod": (2, {"layout.dp": 4, "layout.ep": 4, "workload.params.micro_batches": 1,
+                            "model.layers": 2}),
 }
 """Scenarios too large for make test at their own size: what the test shrinks (the full size
 runs from the CLI; docs/scenarios.md records its numbers)."""
@@ -259,6 +258,25 @@ def test_refuses_bad_generators(tmp_path):
              "workload.generator = 'warp_drive'")
     _refused(tmp_path, _yaml({"topology": "atlas800t-a2", "workload": {"generator": "x", "ops": []}}),
              "cannot be used with 'generator'")
+
+
+def test_generator_scenarios(tmp_path):
+    doc = {"topology": "atlas800t-a2", "layout": {"dp": 4}, "model": "resnet50",
+           "workload": {"generator": "data_parallel", "params": {"batch": 32, "grad_dtype": "fp16"}}}
+    sc = load_scenario(doc)
+    assert sc.generator == "data_parallel" and sc.params == {"batch": 32, "grad_dtype": "fp16"}
+    assert run_scenario(sc).step_time_s > 0
+    bad = {**doc, "workload": {"generator": "data_parallel", "params": {"bacth": 32}}}
+    _refused(tmp_path, yaml.safe_dump(bad), "workload.params.bacth = 32: not a parameter of generator "
+             "'data_parallel' (did you mean 'batch'?)")
+    bad = {**doc, "workload": {"generator": "data_parallel", "params": {"batch": 0}}}
+    _refused(tmp_path, yaml.safe_dump(bad), "workload.params.batch = 0")
+    bad = {**doc, "workload": {"generator": "data_parallel", "params": {"layout": {"dp": 2}}}}
+    _refused(tmp_path, yaml.safe_dump(bad), "set it as the scenario's layout:")
+    _refused(tmp_path, yaml.safe_dump({**doc, "layout": {"dp": 4, "order": "tp-ep"}}), "layout.order")
+    _refused(tmp_path, yaml.safe_dump({**doc, "layout": {"dp": 0}}), "layout.dp = 0")
+    _refused(tmp_path, yaml.safe_dump({**doc, "layout": {"dp": 16}}), "layout")
+    _refused(tmp_path, yaml.safe_dump({**doc, "model": "resnet51"}), "model")
 
 
 def test_refuses_bad_overrides():
