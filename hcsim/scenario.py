@@ -311,9 +311,10 @@ def _layout(value) -> dict:
 
         order = layout["order"]
         parts = order.replace("-", " ").replace(",", " ").split() if isinstance(order, str) else order
-        if not isinstance(parts, (list, tuple)) or sorted(map(str, parts)) != sorted(DIMENSIONS):
-            raise _bad("layout.order", order, "tp, pp and dp once each, innermost first (tp-pp-dp, "
-                       "Megatron-LM's order)")
+        names = [str(p) for p in parts] if isinstance(parts, (list, tuple)) else None
+        if names is None or sorted(n for n in names if n != "ep") != sorted(DIMENSIONS) or names.count("ep") > 1:
+            raise _bad("layout.order", order, "tp, pp and dp once each (and ep at most once), innermost first "
+                       "(tp-pp-dp, Megatron-LM's order; tp-ep-dp-pp)")
         out["order"] = tuple(parts)
     return out
 
