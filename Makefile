@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hcsim-installed
 
-.PHONY: demo test test-slow test-testbed bench lint clean fuzz
+.PHONY: demo test test-slow test-testbed bench bench-jobs lint clean fuzz
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,9 @@ test-testbed: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+
+bench-jobs: $(STAMP)
+	$(BIN)/python benchmarks/bench_jobs.py
 
 # Long fuzz campaign (docs/robustness.md): HCSIM_FUZZ_EXAMPLES per test (default 800, >= 10,000
 # cases in all), a random hypothesis seed unless FUZZ_SEED is set; findings to /tmp/fuzz_findings.md.
