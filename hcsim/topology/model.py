@@ -521,6 +521,14 @@ def _check_graph(topo) -> list:
 class _Compiled:
     """Integer view of a topology: link and endpoint resources, adjacency, route cache.
 
+    **Canonical order.** Nodes are indexed NPUs first, then the other nodes, each group in
+    the graph's order; links are ordered by (source index, destination index), so each
+    node's adjacency lists run in its neighbours' index order. That is exactly the order a
+    file written by :func:`~hcsim.topology.io.save_topology` lists them in (NPUs, then nodes)
+    and however its links were declared, so a saved and reloaded topology has the same
+    indices, the same path search order and the same ECMP choices as the original
+    (docs/architecture.md, "Decisions").
+
     ``fingerprint`` is the graph's :func:`_fingerprint` when it was built; it also keeps the
     specs it saw alive, so no new spec can reuse one's identity."""
 
@@ -529,9 +537,11 @@ class _Compiled:
         self.fingerprint = _fingerprint(g) if fingerprint is None else fingerprint
         _check_graph(topo)
         self.topo = topo
-        self.node_names = list(g.nodes)
+        kinds = g.nodes(data="kind")
+        self.node_names = [n for n, k in kinds if k == "npu"] + [n for n, k in kinds if k != "npu"]
         self.node_index = {n: i for i, n in enumerate(self.node_names)}
-        self.links = list(g.edges)
+        index = self.node_index
+        self.links = sorted(g.edges, key=lambda e: (index[e[0]], index[e[1]]))
         specs = [g.edges[e]["spec"] for e in self.links]
         self.link_specs = specs
         self.num_links = len(self.links)
