@@ -268,7 +268,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
     t = cfg.launch_overhead_s
     tables = None
-    instants = recomputes = 0
+    instants = recomputes = updates = 0
     for i, (schedule, count) in enumerate(schedules):
         keep = args.p * len(schedule.steps) <= RECORD_LIMIT if record == "auto" else record
         run_cfg = dataclasses.replace(cfg, record=bool(keep), launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0)
@@ -280,7 +280,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         t += count * elapsed
         instants += sim.instants
         recomputes += sim.full_recomputes
-    config.update(instants=instants, full_rate_recomputes=recomputes)
+        updates += sim.flow_updates
+    config.update(instants=instants, full_rate_recomputes=recomputes, flow_updates=updates)
     if len(schedules) > 1 or schedules[0][1] > 1:
         config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
     return Result(collective, spec.name, mode, args.p, nbytes, t, *tables, config)

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import bad_value, unknown_name
-from .limits import MAX_CALIBRATION_SIMULATIONS, MAX_EVALS
+from .errors import WorkLimitError, bad_value, unknown_name
+from .limits import MAX_CALIBRATION_SIMULATIONS, MAX_CALIBRATION_WORK, MAX_EVALS
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
 from .validate import measured_ranks, predict_row, row_algorithm
@@ -86,7 +86,8 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 
 
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
-              source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS):
+              source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
+              max_work: int = MAX_CALIBRATION_WORK):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -112,6 +113,12 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         Work bound: the optimiser stops after this many simulated points in all (evaluations
         x points; :data:`hcsim.limits.MAX_CALIBRATION_SIMULATIONS`, a few seconds for an
         8-NPU server); the report's ``evaluation_limit`` says which bound applied.
+    max_work : int
+        Work bound in engine units (50 per event instant + 1 per flow-rate update, summed over
+        every simulation; :data:`hcsim.limits.MAX_CALIBRATION_WORK`, about ten seconds): the
+        first prediction prices an evaluation, the optimiser gets what the bound leaves
+        (``evaluation_limit_by`` names the bound that applied), and a fit that cannot afford
+        even its first simplex is refused with :class:`~hcsim.errors.WorkLimitError`.
     source : str, optional
         Where the measurements came from (a file name), kept in the provenance.
 
@@ -141,6 +148,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("max_evals", max_evals, f"a whole number from 1 to {MAX_EVALS}")
     if isinstance(max_simulations, bool) or not isinstance(max_simulations, numbers.Integral) or max_simulations < 1:
         raise bad_value("max_simulations", max_simulations, "a whole number >= 1")
+    if isinstance(max_work, bool) or not isinstance(max_work, numbers.Integral) or max_work < 1:
+        raise bad_value("max_work", max_work, "a whole number >= 1")
     if source is not None and not isinstance(source, str):
         raise bad_value("source", source, "a str (where the measurements came from), or None")
     topo = load_topology(topology)
@@ -158,11 +167,26 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     points = [(r["collective"], int(r["size_bytes"]), float(r["time_us"]), measured_ranks(r),
                row_algorithm(r, algorithm)) for r in rows]
 
+    work = [0]  # engine work (instants + flow-rate updates) of the last prediction
+
     def predict(cand):  # a row the topology cannot run is named (predict_row)
-        return np.array([np.log(predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False).time_us / t)
-                         for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))])
+        results = [predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False)
+                   for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))]
+        work[0] = sum(50 * res.config.get("instants", 0) + res.config.get("flow_updates", 0) for res in results)
+        return np.array([np.log(res.time_us / t) for res, (_, _, t, _, _) in zip(results, points, strict=True)])
 
     start = predict(topo)
+    # bounded work: the first prediction prices one evaluation; the fit needs the probes (one per
+    # tier), the prediction before and after, and at least a Nelder-Mead simplex (tiers + 3)
+    per_eval = max(1, work[0])
+    n_max = len(tiers) + 2
+    budget = max_work // per_eval - (1 + len(tiers) + 2) - n_max  # a shrink may run n past the limit
+    if budget < n_max + 1:
+        raise WorkLimitError(
+            f"max_work = {max_work}: one prediction of the {len(points)} measured points on {topo.name!r} costs "
+            f"{per_eval} units of engine work (50 per event instant + 1 per flow-rate update), and a fit needs at "
+            f"least {1 + len(tiers) + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
+            "or raise max_work (--max-work)")
     # only the tiers some point depends on: doubling an unused tier moves nothing
     used = [t for t in tiers if np.max(np.abs(predict(scaled(topo, {t: 2.0}, d0.step_overhead_s)) - start)) > 1e-9]
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
@@ -181,7 +205,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
 
     x0 = np.zeros(len(used) + 2)
     before = predict(build(x0))
-    limit = min(max_evals, max(1, max_simulations // len(points)))
+    bounds = {"max_evals": max_evals, "max_simulations": max(1, max_simulations // len(points)),
+              "max_work": budget}
+    limit_by = min(bounds, key=bounds.get)
+    limit = bounds[limit_by]
     x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
     after = predict(build(x))
     scale, step, f = unpack(x)
@@ -196,7 +223,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
               "rms_log_error_after": float(np.sqrt(np.mean(after ** 2))),
               "residuals": [{"collective": c, "algorithm": a, "size_bytes": n, "measured_us": t,
                              "log_error": float(e)} for (c, n, t, _, a), e in zip(points, after, strict=True)],
-              "evaluations": evals, "evaluation_limit": limit, "algorithm": algorithm,
+              "evaluations": evals, "evaluation_limit": limit, "evaluation_limit_by": limit_by,
+              "work_per_evaluation": per_eval, "algorithm": algorithm,
               "date": _dt.date.today().isoformat(), "method": "least squares on log(time), Nelder-Mead"}
     fitted.provenance = {**topo.provenance, "calibration_from_measured": report}
     return fitted, report

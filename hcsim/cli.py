@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from .errors import HcsimError
-from .limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+from .limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
 
 
 def _ranks(text):
@@ -177,6 +177,8 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
     ca.add_argument("--algo", default="auto", help="what ran (default: the one each row records, else HCCL's choice)")
     ca.add_argument("--out", required=True, help="write the calibrated topology YAML here")
+    ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
+                    help="work bound of the fit (engine units: 50 per event instant + 1 per flow update)")
 
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
@@ -501,7 +503,7 @@ def _cmd_calibrate(a) -> int:
     if a.measured is None or a.topology is None:
         raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
     measured = load_measured(a.measured, a.op, a.ranks)
-    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured))
+    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work)
     scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items()) or "no tier"
     unused = f" (no point crosses {', '.join(rep['tiers_unused'])}: left as built)" if rep["tiers_unused"] else ""
     print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}{unused}; step overhead "

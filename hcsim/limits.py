@@ -51,3 +51,10 @@ simulation per row); a measured set holds at most :data:`MAX_SWEEP_SIZES` rows."
 MAX_CALIBRATION_SIMULATIONS = 1_200
 """Most simulated points a calibration fit takes on (evaluations x measured points): a few
 seconds on an 8-NPU server; ``calibrate(max_simulations=...)`` raises it."""
+
+MAX_CALIBRATION_WORK = 8_000_000
+"""Work bound of one calibration, in engine units: 50 per event instant (about 50 us of Python
+each) + 1 per flow-rate update, summed over every simulation of the fit (the first prediction's
+work times the predictions the fit makes). Several seconds on a 2-core machine; a fit that
+would need more runs fewer evaluations (its report's ``evaluation_limit_by``), and one that
+cannot afford its first simplex is refused."""

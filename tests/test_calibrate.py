@@ -88,3 +88,23 @@ def test_calibration_leaves_tiers_no_point_uses_alone():
     assert rep["tiers_unused"] == ["roce"] and set(rep["tier_bandwidth_scale"]) == {"generic"}
     assert fitted.link_spec("sw0", "far").bandwidth_Bps == 1e9
     assert rep["tier_bandwidth_scale"]["generic"] == pytest.approx(0.5, rel=0.02)
+
+
+def test_a_fit_it_cannot_afford_is_refused_after_one_prediction_and_a_cheap_one_is_bounded():
+    import hcsim
+    from hcsim.calibrate import calibrate
+    from hcsim.topology import full_mesh
+
+    truth = full_mesh(4, 2e9, 1e-6)
+    pts = pd.DataFrame({"collective": "allgather", "size_bytes": [4096, 65536, 1 << 20]})
+    pts["time_us"] = [hcsim.simulate(truth, "allgather", n, "ring").time_us for n in pts.size_bytes]
+    _, rep = calibrate(full_mesh(4, 1e9, 1e-6), pts)
+    assert rep["evaluation_limit_by"] in ("max_evals", "max_simulations", "max_work")
+    assert rep["work_per_evaluation"] > 0
+    # the same fit with a bound that one simplex would pass: refused, naming the bound and the way on
+    with pytest.raises(hcsim.WorkLimitError, match=r"max_work = 100: one prediction of the 3 measured points"):
+        calibrate(full_mesh(4, 1e9, 1e-6), pts, max_work=100)
+    # a bound that leaves a few evaluations: the optimiser gets exactly what is left
+    per = rep["work_per_evaluation"]
+    _, small = calibrate(full_mesh(4, 1e9, 1e-6), pts, max_work=per * 20)
+    assert small["evaluation_limit_by"] == "max_work" and small["evaluations"] <= small["evaluation_limit"] + 3
