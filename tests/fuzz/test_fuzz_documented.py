@@ -31,6 +31,14 @@ DOCUMENTED = [
     "topo list",
     "algos",
     "algos --op allreduce",
+    # docs/scenarios.md (the LLM pod and A3 MoE scenarios take 10-70 s: docs/performance.md, a benchmark)
+    f"run {REPO}/scenarios/acl_overlap_allreduce.yaml --trace {out_path('acl.json')} --plot {out_path('acl.png')} "
+    f"--csv {out_path('acl.csv')}",
+    f"run {REPO}/scenarios/acl_overlap_allreduce.yaml --set 'options.speed={{0: 0.5}}'",
+    f"run {REPO}/scenarios/moe_alltoallv_910b.yaml",
+    f"run {REPO}/scenarios/hcomm_primitives_dp_loop.yaml --max-rows 12",
+    f"run {REPO}/scenarios/resnet50_dp4_b32_fp16.yaml",
+    "hccl-test all_reduce_test -p 8 -b 64M -e 64M -d int64 -o sum",
     # docs/validation.md
     f"validate --measured {DATA}/validation_8x100mbit_run5.csv --topology {DATA}/testbed-8x100mbit-run5.yaml "
     "--min-size 65536",
