@@ -54,12 +54,15 @@ def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineCon
 
 
 def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp", seed: int = 0,
-                    step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1):
+                    step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1, *, inline_reduce: bool = True,
+                    reduce_time_factor: float = 1.0):
     """Alpha, beta and gamma for ``schedule`` on ``topo`` (see module docs).
 
     With ``levels > 1`` returns a tuple, one :class:`AlphaBetaGamma` per level, each read
     off the rank pairs of that level (0: same server, 1: same pod, 2: different pods, from
-    the schedule's server/pod layout); a level no pair uses gets zeros.
+    the schedule's server/pod layout); a level no pair uses gets zeros. ``inline_reduce`` and
+    ``reduce_time_factor`` mean what they mean in :class:`~hcsim.engine.des.EngineConfig`: no
+    link reduces inline, and the reduction unit's time per byte is scaled.
     """
     net = topo.compiled()
     p = schedule.p
@@ -87,8 +90,9 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
         _, _, p_lat, p_inline, p_bw = net.paths.arrays()
         lat[lv] = max(lat[lv], float(p_lat[ids].max()))
         bw[lv] = min(bw[lv], float(p_bw[ids[0]]) if len(ids) == 1 else _spray_bandwidth(net, ids))
-        if key in reducing and not p_inline[ids].all():
-            gamma[lv] = max(gamma[lv], 1.0 / float(net.reduce_Bps[rank_node[b]]))
+        if key in reducing and not (inline_reduce and p_inline[ids].all()):
+            g = 1.0 / float(net.reduce_Bps[rank_node[b]])
+            gamma[lv] = max(gamma[lv], g * reduce_time_factor if reduce_time_factor != 1.0 else g)
     out = tuple(AlphaBetaGamma(step_overhead_s + lat[lv], 0.0 if bw[lv] == np.inf else 1.0 / bw[lv], gamma[lv])
                 for lv in range(levels))
     return out[0] if levels == 1 else out

@@ -6,7 +6,6 @@ import dataclasses
 import inspect
 import math
 import numbers
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -47,7 +46,7 @@ from .limits import (
     MAX_SWEEP_SIZES,
 )
 from .topology.io import load_topology
-from .topology.model import ROUTING_POLICIES, Topology
+from .topology.model import ROUTING_POLICIES
 from .units import parse_size, size_range
 
 MODES = ("des", "analytical")
@@ -168,10 +167,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     nbytes = 1 if (size is None and send_matrix is not None) else parse_size(size)
     if dtype is not None and not (size is None and send_matrix is not None):
         check_elements(collective, nbytes, dtype, len(rank_nodes))
-    given_topo = topo
-    inline_ok = _reduces_inline(collective, topo.product, dtype, reduce_op)
-    if not inline_ok:
-        topo = _without_inline_reduce(topo)  # HCCL reduces this pair on the vector core
+    inline_ok = _reduces_inline(collective, topo.product, dtype, reduce_op)  # else HCCL uses the vector core
     parsed_algo = parse_hccl_algo(hccl_algo)
     if algorithm is None:
         algorithm = "auto" if hccl_algo is not None else DEFAULT_ALGORITHM[collective]
@@ -190,7 +186,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
-        results = [simulate(given_topo, collective, size, c, **kw) for c in cands]
+        results = [simulate(topo, collective, size, c, **kw) for c in cands]
         best = min(results, key=lambda r: r.time_s)
         best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"
         best.config["candidates"] = {r.algorithm: r.time_s for r in results}
@@ -220,7 +216,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                                           else launch_overhead_s),
                        routing=routing, ecmp_seed=ecmp_seed, record=False, qps=qps,
                        message_regimes=defaults.message_regimes, max_flow_updates=max_flow_updates,
-                       reduce_time_factor=reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0)
+                       reduce_time_factor=reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0,
+                       inline_reduce=inline_ok)
     buffer_bytes = hccl.buffer_bytes if hccl is not None else None
     check_work(spec, args, buffer_bytes, max_transfers)
     # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece;
@@ -255,11 +252,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
             raise ConfigError(f"mode = 'analytical': topology {topo.name!r} has size-dependent message costs "
                               "(defaults.message_regimes), which the closed forms do not model; use mode 'des'")
         abg = path_parameters(topo, rank_nodes, schedules[0][0], routing, ecmp_seed, cfg.step_overhead_s,
-                              spec.levels, qps)
-        if cfg.reduce_time_factor != 1.0:  # the vector core's time per byte for this dtype and op
-            f = cfg.reduce_time_factor
-            abg = (tuple(dataclasses.replace(m, gamma_s_per_B=m.gamma_s_per_B * f) for m in abg)
-                   if spec.levels > 1 else dataclasses.replace(abg, gamma_s_per_B=abg.gamma_s_per_B * f))
+                              spec.levels, qps, inline_reduce=cfg.inline_reduce,
+                              reduce_time_factor=cfg.reduce_time_factor)
         t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
@@ -287,9 +281,6 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     return Result(collective, spec.name, mode, args.p, nbytes, t, *tables, config)
 
 
-_NO_INLINE_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def _reduces_inline(collective, product, dtype, reduce_op) -> bool:
     """Whether the links may reduce inline for this call: always for a topology without a
     product, a non-reducing collective, or a call in bytes with a sum (as before dtypes);
@@ -300,22 +291,6 @@ def _reduces_inline(collective, product, dtype, reduce_op) -> bool:
     if dtype is None:
         return inline_reduce_supported(product, "fp32", reduce_op)
     return inline_reduce_supported(product, dtype, reduce_op)
-
-
-def _without_inline_reduce(topo):
-    """A copy of ``topo`` whose links do not reduce inline (HCCL falls back to the vector core
-    for a dtype / op its SDMA engine cannot reduce), cached while ``topo`` is unchanged."""
-    compiled = topo.compiled()
-    hit = _NO_INLINE_CACHE.get(topo)
-    if hit is not None and hit[0] is compiled:
-        return hit[1]
-    out = Topology(topo.name, topo.description, topo.defaults, topo.provenance, topo.product)
-    out.graph = topo.graph.copy()
-    for _, _, d in out.graph.edges(data=True):
-        if d["spec"].inline_reduce:
-            d["spec"] = dataclasses.replace(d["spec"], inline_reduce=False)
-    _NO_INLINE_CACHE[topo] = (compiled, out)
-    return out
 
 
 def _is_int(x) -> bool:

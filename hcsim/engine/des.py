@@ -452,8 +452,10 @@ class FlowSimulator:
         self.n_steps = len(schedule.steps)
         self.rank_node = np.array([self.net.node_index[n] for n in rank_nodes], dtype=np.int64)
         self.n_nodes = len(self.net.node_names)
+        # what besides a step's arrays decides its routes (the key of the fabric's shared cache)
+        self._nodes_key = (self.rank_node.tobytes(), config.routing, config.ecmp_seed, config.qps,
+                           id(config.message_regimes))
         # a data type / reduce op that costs the vector unit f times fp32 sum's time per byte
-        self._nodes_key = (self.rank_node.tobytes(), config.routing, config.ecmp_seed, config.qps)
         self.reduce_Bps = self.net.reduce_Bps[self.rank_node] / config.reduce_time_factor
         self.pad = self.fabric.pad
         self.path_bytes = np.zeros(0)
@@ -461,7 +463,6 @@ class FlowSimulator:
         self.cur_step = np.full(self.p, -1, dtype=np.int64)
         self.outstanding = np.zeros(self.p, dtype=np.int64)
         self.rank_gate = np.full(self.p, -1, dtype=np.int64)
-        self.enter_s = np.full(self.p, np.nan)
         self.finish_s = np.full(self.p, np.nan)
         self._mark = np.zeros(self.p, dtype=bool)  # scratch, all False between uses
         # steps
@@ -582,7 +583,6 @@ class FlowSimulator:
 
     def enter(self, ranks: np.ndarray, now: float) -> None:
         """Ranks (collective rank numbers) start the schedule at ``now``."""
-        self.enter_s[ranks] = now
         self._enter(ranks, 0, now)
 
     def check_finished(self) -> None:

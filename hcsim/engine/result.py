@@ -73,6 +73,27 @@ class Result:
                 f"busbw {self.busbw_GBps:.3f} GB/s)")
 
 
+def link_table(net, path_bytes, time_s: float) -> pd.DataFrame:
+    """Per directed link of the compiled topology ``net``: ``src, dst, tier, bandwidth_GBps,
+    bytes, utilization``, from the bytes each run sent down each path (``path_bytes``: one
+    array per run, indexed by path id) over ``time_s``."""
+    nl = net.num_links
+    caps = net.capacity_Bps[:nl]
+    pad = len(net.capacity_Bps)
+    mat = net.paths.matrix(pad)
+    # the topology's path store is shared and may have grown since a run routed its last step
+    per_path = np.zeros(len(mat))
+    for b in path_bytes:
+        per_path[: b.size] += b
+    res_bytes = np.bincount(mat.ravel(), weights=np.repeat(per_path, mat.shape[1]), minlength=pad + 1)
+    link_bytes = res_bytes[:nl]
+    return pd.DataFrame({
+        "src": [u for u, _ in net.links], "dst": [v for _, v in net.links],
+        "tier": [s.tier for s in net.link_specs], "bandwidth_GBps": caps / GB,
+        "bytes": link_bytes,
+        "utilization": link_bytes / (caps * time_s) if time_s > 0 else 0.0})
+
+
 def tables_from_engine(sim, time_s: float):
     """Build the step, transfer, link and critical-path tables from a finished FlowSimulator."""
     n = sim.n_steps
@@ -80,20 +101,7 @@ def tables_from_engine(sim, time_s: float):
     steps = pd.DataFrame({"step": np.arange(n), "transfers": sim.step_count,
                           "ready_s": np.where(reached, sim.step_ready_s, np.nan),
                           "end_s": np.where(reached, sim.step_end_s, np.nan)})
-    net = sim.net
-    nl = net.num_links
-    caps = net.capacity_Bps[:nl]
-    mat = net.paths.matrix(sim.pad)
-    # the topology's path store is shared and may have grown since this run routed its last step
-    path_bytes = np.zeros(len(mat))
-    path_bytes[: sim.path_bytes.size] = sim.path_bytes
-    res_bytes = np.bincount(mat.ravel(), weights=np.repeat(path_bytes, mat.shape[1]), minlength=sim.pad + 1)
-    link_bytes = res_bytes[:nl]
-    links = pd.DataFrame({
-        "src": [u for u, _ in net.links], "dst": [v for _, v in net.links],
-        "tier": [s.tier for s in net.link_specs], "bandwidth_GBps": caps / GB,
-        "bytes": link_bytes,
-        "utilization": link_bytes / (caps * time_s) if time_s > 0 else 0.0})
+    links = link_table(sim.net, [sim.path_bytes], time_s)
     transfers = critical = None
     if sim.cfg.record:
         states = sorted(sim.done_states + list(sim.states.values()), key=lambda s: s.k)

@@ -23,13 +23,13 @@ from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, mak
 from ..api import DEFAULT_ALGORITHM, _reduces_inline, _send_matrix, rank_layout
 from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator
+from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
 from ..topology.io import load_topology
 from ..topology.model import ROUTING_POLICIES
-from ..units import GB
 from .graph import Collective, Compute, RecordEvent, SendRecv, WaitEvent, Workload
 from .result import JobResult
 
@@ -151,7 +151,9 @@ class _Job:
         self.left: dict = {}     # op -> ranks not yet done
         self.algorithms: dict = {}
         self.runs: dict = {}     # op -> FlowSimulator
-        self.work_s: dict = {}   # compute op -> seconds alone at full speed (one, or per rank)
+        self.work_s: dict = {}   # compute op -> seconds alone at full speed (one, or {rank: seconds})
+        self.local_of: dict = {}  # op -> {global rank: its rank in the op's run}
+        self.launch_s: dict = {}  # op -> launch overhead before a rank enters the run
         self._schedules: dict = {}
         self._transfers = 0
 
@@ -194,7 +196,7 @@ class _Job:
                 self._plan(i, op)
             elif isinstance(op, Compute):
                 self.work_s[i] = (op.duration_s if op.duration_s is not None else
-                                  [self._roofline(op, r) for r in op.ranks])
+                                  {r: self._roofline(op, r) for r in op.ranks})
         self.waiting, self.on_rank, self.on_whole = self._graph()
         env = simpy.Environment()
         self.fabric.start(0.0)
@@ -247,11 +249,10 @@ class _Job:
         elif isinstance(op, Compute):
             work = self.work_s[i]
             for r in ranks:
-                self._compute(i, r, work if isinstance(work, float) else work[op.ranks.index(r)], now)
+                self._compute(i, r, work[r] if isinstance(work, dict) else work, now)
         else:
-            run = self.runs[i]
-            local = np.array(sorted(run.local_of[r] for r in ranks), dtype=np.int64)
-            launch = run.launch_s
+            run, local_of, launch = self.runs[i], self.local_of[i], self.launch_s[i]
+            local = np.array(sorted(local_of[r] for r in ranks), dtype=np.int64)
             if launch:
                 self.fabric.call_at(now + launch, lambda t, run=run, local=local: run.enter(local, t))
             else:
@@ -333,12 +334,11 @@ class _Job:
         run = FlowSimulator(self.topo, [self.npus[r] for r in members], schedule, cfg, fabric=self.fabric,
                             on_finish=lambda local, now, i=i, members=members: self._done(
                                 i, [members[int(x)] for x in local], now))
-        run.local_of = {r: k for k, r in enumerate(members)}
-        run.launch_s = launch
+        self.local_of[i] = {r: k for k, r in enumerate(members)}
+        self.launch_s[i] = launch
         self.runs[i] = run
 
     def _collective_schedule(self, op: Collective, rank_nodes):
-
         p = len(rank_nodes)
         servers, pods = rank_layout(self.topo, rank_nodes)
         algorithm = op.algorithm if op.algorithm is not None else DEFAULT_ALGORITHM.get(op.collective)
@@ -399,22 +399,6 @@ class _Job:
             rows["size_bytes"].append(op.size_bytes if isinstance(op, (Collective, SendRecv)) else 0)
         ops = pd.DataFrame(rows).sort_values(["start_s", "rank"], kind="stable").reset_index(drop=True)
         step = float(ops["end_s"].max()) if len(ops) else 0.0
-        return JobResult(self.w.name, step, ops, self._links(step),
+        return JobResult(self.w.name, step, ops, link_table(self.fabric.net, [r.path_bytes for r in self.runs.values()], step),
                          {"topology": self.topo.name, "routing": self.routing, "collectives": len(self.runs),
                           "instants": self.fabric.instants, "full_rate_recomputes": self.fabric.full_recomputes})
-
-    def _links(self, step_s: float) -> pd.DataFrame:
-        net = self.fabric.net
-        nl = net.num_links
-        mat = net.paths.matrix(self.fabric.pad)
-        path_bytes = np.zeros(len(mat))
-        for run in self.runs.values():
-            path_bytes[: run.path_bytes.size] += run.path_bytes
-        res = np.bincount(mat.ravel(), weights=np.repeat(path_bytes, mat.shape[1]), minlength=self.fabric.pad + 1)
-        caps = net.capacity_Bps[:nl]
-        link_bytes = res[:nl]
-        return pd.DataFrame({"src": [u for u, _ in net.links], "dst": [v for _, v in net.links],
-                             "tier": [s.tier for s in net.link_specs], "bandwidth_GBps": caps / GB,
-                             "bytes": link_bytes,
-                             "utilization": link_bytes / (caps * step_s) if step_s > 0 else 0.0})
-
