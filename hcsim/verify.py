@@ -100,6 +100,26 @@ def initial_and_expected(schedule: Schedule):
     return init, want, check
 
 
+def _message_chunks(step, k: int, p: int):
+    """A message step's chunk-level view, after checking that its messages are one per
+    (src, dst, reduce) and carry exactly the bytes of their chunks."""
+    msg = (step.src * p + step.dst) * 2 + step.reduce
+    keys, counts = np.unique(msg, return_counts=True)
+    if (counts > 1).any():
+        i = int(np.argmax(msg == keys[np.argmax(counts > 1)]))
+        raise ScheduleError(f"step {k} message {i}: rank {int(step.src[i])}->{int(step.dst[i])} appears twice "
+                            "(a message step holds one transfer per pair and reduce flag)")
+    chunks = step.chunks()
+    ck = (chunks.src * p + chunks.dst) * 2 + chunks.reduce
+    ckeys, inverse = np.unique(ck, return_inverse=True)
+    sums = np.zeros(len(ckeys), dtype=np.int64)
+    np.add.at(sums, inverse, chunks.nbytes)
+    order = np.argsort(msg)
+    if len(ckeys) != len(keys) or (ckeys != keys).any() or (sums != step.nbytes[order]).any():
+        raise ScheduleError(f"step {k}: its messages do not carry the bytes of their chunk transfers")
+    return chunks
+
+
 def verify(schedule: Schedule) -> None:
     """Raise :class:`~hcsim.errors.ScheduleError` unless ``schedule`` implements its collective.
 
@@ -122,6 +142,8 @@ def verify(schedule: Schedule) -> None:
     for k, step in enumerate(schedule.steps):
         if len(step) == 0:
             continue
+        if step.is_message:
+            step = _message_chunks(step, k, p)
         if (step.chunk_lo < 0).any() or (step.chunk_hi > c).any() or (step.chunk_hi <= step.chunk_lo).any():
             i = int(np.argmax((step.chunk_lo < 0) | (step.chunk_hi > c) | (step.chunk_hi <= step.chunk_lo)))
             raise ScheduleError(f"step {k} transfer {i}: chunk range [{int(step.chunk_lo[i])}, {int(step.chunk_hi[i])}) "

@@ -64,6 +64,7 @@ def rounding_slack(sched, beta, gamma) -> float:
     p = sched.p
     for step in sched.steps:
         if len(step):
+            step = step.chunks()  # a message's chunks each round separately
             per_pair = np.bincount(step.src * p + step.dst, weights=step.chunk_hi - step.chunk_lo)
             slack += per_pair.max() * (beta + (p - 1) * gamma)
     return slack

@@ -100,9 +100,11 @@ def test_work_is_counted_exactly_and_refused_beyond_the_bound():
                           "size")
     assert "holds over 104 transfers" in msg and "max_transfers = 100" in msg  # counting stops past the bound
     # above 1024 ranks the count is extrapolated before anything that large is built
-    msg = _one_line_error(lambda: check_work(get_algorithm("allreduce", "nb"), make_args("allreduce", 16384, 1 << 20),
-                                             None), "size")
+    msg = _one_line_error(lambda: check_work(get_algorithm("alltoall", "pairwise"),
+                                             make_args("alltoall", 16384, 1 << 20), None), "size")
     assert "extrapolated" in msg
+    # NB sends one message per peer and step: 16,384 ranks hold 2 x 14 x 16,384 of them, not 134M chunks
+    assert check_work(get_algorithm("allreduce", "nb"), make_args("allreduce", 16384, 1 << 20), None) == 2 * 14 * 16384
 
 
 def test_buffer_loops_add_up_in_both_modes_and_never_beat_one_piece():

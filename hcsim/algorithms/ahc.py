@@ -51,7 +51,7 @@ def segments(sizes) -> tuple[int, list[tuple[int, int, list[int]]]]:
 
 
 def _ahc(args: CollectiveArgs) -> Schedule:
-    from .hierarchy import _sub, assemble
+    from .hierarchy import _sub, assemble, group_part
 
     sizes = list(args.server_sizes)  # one server: just the intra-group RS and AG
     starts = np.concatenate([[0], np.cumsum(sizes)])
@@ -74,16 +74,15 @@ def _ahc(args: CollectiveArgs) -> Schedule:
             sub = _sub(coll, INTRA, g, 0)
             scale = total // sub.num_chunks
             for k, st in enumerate(sub.steps):
-                add(phase, k, (members[st.src], members[st.dst], st.chunk_lo * scale, st.chunk_hi * scale, st.reduce))
+                add(phase, k, group_part(members, st, sub, 0, scale))
     sub = _sub("allreduce", inter, len(sizes), 0)
     for a, b, owners in segs:
         members = np.array([starts[gi] + j for gi, j in enumerate(owners)])
         scale = (b - a) * width // sub.num_chunks
         for k, st in enumerate(sub.steps):
-            add(1, k, (members[st.src], members[st.dst], a * width + st.chunk_lo * scale,
-                       a * width + st.chunk_hi * scale, st.reduce))
+            add(1, k, group_part(members, st, sub, a * width, scale))
     space = ChunkSpace(split_bytes(args.nbytes, total))
-    return Schedule(args, total, assemble(phases, space), space.chunk_bytes, "ahc")
+    return Schedule(args, total, assemble(phases, space, args.p), space.chunk_bytes, "ahc")
 
 
 def cost_allreduce(args: CollectiveArgs, abg) -> float:

@@ -42,9 +42,12 @@ from .schedule import (
     ChunkSpace,
     CollectiveArgs,
     Schedule,
+    Step,
     block_bytes,
     data_bytes,
+    make_message_step,
     make_step,
+    merge_messages,
     split_bytes,
 )
 
@@ -68,7 +71,63 @@ def _sub(collective: str, name: str, n: int, root: int) -> Schedule:
     if n == 1:  # a level with one rank moves nothing
         return Schedule(CollectiveArgs(collective, 1, 1), 1, [], np.ones(1, dtype=np.int64), spec.name)
     # Structure does not depend on the size; bytes are recomputed from the global chunks.
-    return run_builder(spec, make_args(collective, n, 1 << 20, root))
+    sub = run_builder(spec, make_args(collective, n, 1 << 20, root))
+    if any(st.is_message for st in sub.steps) and not _uniform(sub.chunk_bytes):
+        # a message's chunk count is its bytes over the (equal) chunk size: make them equal
+        per_chunk = 64 * sub.num_chunks // (n if collective in ("alltoall", "alltoallv") else 1)
+        sub = run_builder(spec, make_args(collective, n, per_chunk, root))
+        if not _uniform(sub.chunk_bytes):  # pragma: no cover - construction invariant
+            raise ScheduleError(f"{name} {collective} on {n} ranks: unequal chunks at {per_chunk} bytes")
+    return sub
+
+
+def _uniform(values) -> bool:
+    values = np.asarray(values)
+    return bool((values == values[0]).all())
+
+
+class _MessagePart:
+    """One group's message step in a phase: the sub-schedule's step ``step`` mapped onto the
+    group's ranks ``members``, its sub-chunk j covering global chunks
+    ``[base + j * scale, base + (j + 1) * scale)``."""
+
+    __slots__ = ("src", "dst", "reduce", "step", "members", "base", "scale", "sub_chunks", "unit")
+
+    def __init__(self, members, step, sub, base, scale):
+        self.src, self.dst, self.reduce = members[step.src], members[step.dst], step.reduce
+        self.step, self.members, self.base, self.scale = step, members, int(base), int(scale)
+        self.sub_chunks, self.unit = sub.num_chunks, int(sub.chunk_bytes[0])
+
+    def nbytes(self, space: ChunkSpace) -> np.ndarray:
+        """Each message's bytes in the global chunk space."""
+        width = self.sub_chunks * self.scale
+        per_sub = space.chunk_bytes[self.base:self.base + width].reshape(self.sub_chunks, self.scale).sum(axis=1)
+        if _uniform(per_sub):  # chunks of equal size: count x size, no chunk-level work
+            return self.step.nbytes // self.unit * int(per_sub[0])
+        chunks = self.step.chunks()  # exact: every chunk's bytes, summed per message
+        prefix = np.concatenate([[0], np.cumsum(per_sub)])
+        q = len(self.members)
+        key = (chunks.src * q + chunks.dst) * 2 + chunks.reduce
+        keys, inverse = np.unique(key, return_inverse=True)
+        sums = np.zeros(len(keys), dtype=np.int64)
+        np.add.at(sums, inverse, prefix[chunks.chunk_hi] - prefix[chunks.chunk_lo])
+        return sums[np.searchsorted(keys, (self.step.src * q + self.step.dst) * 2 + self.step.reduce)]
+
+    def chunk_part(self) -> tuple:
+        """The chunk-level part ``(src, dst, chunk_lo, chunk_hi, reduce)``."""
+        c = self.step.chunks()
+        m = self.members
+        return (m[c.src], m[c.dst], self.base + c.chunk_lo * self.scale, self.base + c.chunk_hi * self.scale,
+                c.reduce)
+
+
+def group_part(members, step: Step, sub: Schedule, base: int, scale: int):
+    """``step`` of ``sub`` run by the ranks ``members``, its chunks mapped to the global space:
+    a chunk-level tuple ``(src, dst, chunk_lo, chunk_hi, reduce)``, or a message part."""
+    if step.is_message:
+        return _MessagePart(members, step, sub, base, scale)
+    return (members[step.src], members[step.dst], base + step.chunk_lo * scale, base + step.chunk_hi * scale,
+            step.reduce)
 
 
 class _Grid:
@@ -115,8 +174,7 @@ def _linear_phase(collective, name, groups, span, base, roots=None, only=None):
         for k, st in enumerate(sub.steps):
             if len(steps) <= k:
                 steps.append([])
-            steps[k].append((members[st.src], members[st.dst], base[g] + st.chunk_lo * scale,
-                             base[g] + st.chunk_hi * scale, st.reduce))
+            steps[k].append(group_part(members, st, sub, base[g], scale))
     return steps
 
 
@@ -209,17 +267,39 @@ def compose(args: CollectiveArgs, names: tuple) -> Schedule:
         raise ScheduleError(f"collective = {coll!r}: no hierarchical composition (use a flat algorithm)")
     if int(space.chunk_bytes.sum()) != data_bytes(args):  # pragma: no cover - construction invariant
         raise ScheduleError("hierarchical chunk space does not cover the data")
-    return Schedule(args, space.count, assemble(phases, space), space.chunk_bytes, "/".join(names))
+    return Schedule(args, space.count, assemble(phases, space, p), space.chunk_bytes, "/".join(names))
 
 
-def assemble(phases, space: ChunkSpace) -> list:
-    """Global steps from phases (lists of steps, each a list of per-group transfer tuples
-    ``(src, dst, chunk_lo, chunk_hi, reduce)``), bytes taken from the global chunk sizes."""
+def _chunk_step(parts, space: ChunkSpace) -> Step:
+    parts = [x.chunk_part() if isinstance(x, _MessagePart) else x for x in parts]
+    src, dst, lo, hi, red = (np.concatenate([part[i] for part in parts]) for i in range(5))
+    return make_step(src, dst, space.range_bytes(lo, hi), red, lo, hi)
+
+
+def assemble(phases, space: ChunkSpace, p: int) -> list:
+    """Global steps from phases (lists of steps, each a list of per-group parts made by
+    :func:`group_part`), bytes taken from the global chunk sizes. Each step holds one message
+    per (src, dst, reduce) (:func:`~.schedule.merge_messages`); groups whose sub-algorithm
+    emits messages are never expanded into chunks unless the verifier asks."""
     steps = []
     for phase in phases:
         for parts in phase:
-            src, dst, lo, hi, red = (np.concatenate([part[i] for part in parts]) for i in range(5))
-            steps.append(make_step(src, dst, space.range_bytes(lo, hi), red, lo, hi))
+            if not any(isinstance(x, _MessagePart) for x in parts):
+                steps.append(merge_messages(_chunk_step(parts, space), p))
+                continue
+            src, dst, nbytes, red = [], [], [], []
+            for x in parts:
+                if isinstance(x, _MessagePart):
+                    src.append(x.src), dst.append(x.dst), nbytes.append(x.nbytes(space)), red.append(x.reduce)
+                else:
+                    src.append(x[0]), dst.append(x[1]), nbytes.append(space.range_bytes(x[2], x[3]))
+                    red.append(x[4])
+            step = make_message_step(np.concatenate(src), np.concatenate(dst), np.concatenate(nbytes),
+                                     np.concatenate(red), lambda parts=parts: _chunk_step(parts, space))
+            key = (step.src * p + step.dst) * 2 + step.reduce
+            if len(np.unique(key)) != len(key):  # parts that share a pair: merge them from the chunks
+                step = merge_messages(step.chunks(), p)
+            steps.append(step)
     return steps
 
 
@@ -248,6 +328,7 @@ def _alltoall_phases(grid, names):
             for k, st in enumerate(sub.steps):
                 if len(steps) <= k:
                     steps.append([])
+                st = st.chunks()
                 blk = st.chunk_lo // m_sub
                 i, j = blk // rows.shape[1], blk % rows.shape[1]
                 if d == 0:  # local i -> local j carries blocks (s,i) -> (s', j) for every server s'

@@ -20,8 +20,9 @@ costs from hicann/hccl docs coll_algo_intro NHR.md and NB.md (FACTS.md s1):
 RS T a + ((p-1)/p) n (beta + gamma); AG and Scatter T a + ((p-1)/p) n beta (Scatter exact
 at every size by :func:`cost_scatter`);
 AR 2T a + 2((p-1)/p) n beta + ((p-1)/p) n gamma; Bcast 2T a + 2((p-1)/p) n beta.
-Each block is a separate transfer here (HCCL reorders memory so a step's blocks are
-contiguous); transfers to one peer in one step share its link, so the time is the same.
+A step's blocks to one peer travel as one message (HCCL reorders memory so they are
+contiguous and sends them in one transfer): the engine sees p messages per step, not p^2/2
+chunks, and the verifier expands each message into its blocks (:class:`~.schedule.Step`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ from .schedule import (
     CollectiveArgs,
     Schedule,
     block_bytes,
+    make_message_step,
     make_step,
+    merge_messages,
     split_bytes,
 )
 
@@ -52,37 +55,57 @@ def _step(src, dst, blk, space, reduce):
     return make_step(src, dst, space.range_bytes(blk, blk + 1), reduce, blk, blk + 1)
 
 
+def _strided_bytes(space, start, stride: int, n: int, p: int) -> np.ndarray:
+    """Bytes of blocks ``(start + i * stride) % p``, i < n, summed per entry of ``start``."""
+    cb = space.chunk_bytes
+    if cb.min() == cb.max():  # equal blocks (sizes divisible by p): no per-block work
+        return np.full(len(start), n * int(cb[0]), dtype=np.int64)
+    out = np.empty(len(start), dtype=np.int64)
+    rows = max(1, (1 << 22) // max(n, 1))  # bounded memory for p^2/2 blocks
+    offsets = stride * np.arange(n)
+    for a in range(0, len(start), rows):
+        out[a:a + rows] = cb[(start[a:a + rows, None] + offsets[None, :]) % p].sum(axis=1)
+    return out
+
+
+def _strided_message(p, space, dst, first, stride, n, reduce):
+    """Rank r sends to ``dst[r]`` the n blocks ``(first[r] + i * stride) % p`` as one message;
+    the chunk-level transfers (one per block) are made only when asked for."""
+    src = np.arange(p)
+
+    def expand():
+        r = np.repeat(src, n)
+        return _step(r, np.repeat(dst, n), (np.repeat(first, n) + np.tile(np.arange(n), p) * stride) % p,
+                     space, reduce)
+
+    return make_message_step(src, dst, _strided_bytes(space, first, stride, n, p), reduce, expand)
+
+
 def _rs_steps(p, space, kind):
     steps = []
+    r = np.arange(p)
     for s in range(log2_ceil(p)):
         n = blocks_at(p, s)
-        r = np.repeat(np.arange(p), n)
-        i = np.tile(np.arange(n), p)
         if kind == "nhr":
             dst = (r - (1 << s)) % p
-            blk = (dst - i * (2 << s)) % p
+            steps.append(_strided_message(p, space, dst, dst, -(2 << s), n, True))
         else:
             dst = (r + (1 << s)) % p
-            blk = (dst + i * (2 << s)) % p
-        steps.append(_step(r, dst, blk, space, True))
+            steps.append(_strided_message(p, space, dst, dst, 2 << s, n, True))
     return steps
 
 
 def _ag_steps(p, space, kind):
     steps = []
     t_count = log2_ceil(p)
+    r = np.arange(p)
     for t in range(t_count):
         if kind == "nhr":
             k = t_count - 1 - t
-            n = blocks_at(p, k)
-            r = np.repeat(np.arange(p), n)
-            i = np.tile(np.arange(n), p)
-            steps.append(_step(r, (r + (1 << k)) % p, (r - i * (2 << k)) % p, space, False))
+            steps.append(_strided_message(p, space, (r + (1 << k)) % p, r, -(2 << k), blocks_at(p, k), False))
         else:
             n = (1 << t) if t < t_count - 1 else p - (1 << t)
-            r = np.repeat(np.arange(p), n)
-            i = np.tile(np.arange(n), p)
-            steps.append(_step(r, (r + (1 << t)) % p, (r - i) % p, space, False))
+            steps.append(_strided_message(p, space, (r + (1 << t)) % p, r, -1, n, False))
     return steps
 
 
@@ -96,7 +119,8 @@ def _scatter_steps(p, root, space, kind):
             src.append(np.full(far.size, (root + sign * d) % p))
             dst.append(np.full(far.size, (root + sign * (d + (1 << s))) % p))
             blk.append((root + sign * far) % p)
-        steps.append(_step(np.concatenate(src), np.concatenate(dst), np.concatenate(blk), space, False))
+        steps.append(merge_messages(_step(np.concatenate(src), np.concatenate(dst), np.concatenate(blk), space,
+                                          False), p))
     return steps
 
 

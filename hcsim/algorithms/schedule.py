@@ -101,17 +101,35 @@ class CollectiveArgs:
 
 @dataclass(frozen=True)
 class Step:
-    """One step: parallel arrays, one entry per transfer."""
+    """One step: parallel arrays, one entry per transfer.
+
+    A *message step* (``expand`` set) holds one transfer per (source, destination, reduce)
+    of the step, its bytes the sum of the chunks it carries; its ``chunk_lo``/``chunk_hi``
+    are None and :meth:`chunks` gives the chunk-level transfers (made on demand, for the
+    verifier). The engine only reads ranks, bytes and the reduce flag, so it runs on messages:
+    an NHR step on p ranks is p transfers, not p^2/2, and a pair's chunks take one share of a
+    contended link, not one share each.
+    """
 
     src: np.ndarray
     dst: np.ndarray
     nbytes: np.ndarray
     reduce: np.ndarray
-    chunk_lo: np.ndarray
-    chunk_hi: np.ndarray
+    chunk_lo: np.ndarray | None
+    chunk_hi: np.ndarray | None
+    expand: Callable[[], Step] | None = field(default=None, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.src)
+
+    @property
+    def is_message(self) -> bool:
+        """Whether this is a message step (chunk ranges made on demand by :meth:`chunks`)."""
+        return self.expand is not None
+
+    def chunks(self) -> Step:
+        """The chunk-level view: this step itself, or a message step's chunk transfers."""
+        return self if self.expand is None else self.expand()
 
 
 def make_step(src, dst, nbytes, reduce, chunk_lo, chunk_hi) -> Step:
@@ -134,8 +152,38 @@ def make_step(src, dst, nbytes, reduce, chunk_lo, chunk_hi) -> Step:
                 arr(chunk_lo, np.int64), arr(chunk_hi, np.int64))
 
 
+def make_message_step(src, dst, nbytes, reduce, expand: Callable[[], Step]) -> Step:
+    """A message step: one transfer per (src, dst, reduce), ``expand()`` its chunk-level view.
+
+    The verifier checks that the messages carry exactly the bytes of their chunks
+    (:func:`hcsim.verify.verify`).
+    """
+    step = make_step(src, dst, nbytes, reduce, 0, 0)
+    return Step(step.src, step.dst, step.nbytes, step.reduce, None, None, expand)
+
+
+def merge_messages(step: Step, p: int) -> Step:
+    """``step`` as one message per (src, dst, reduce), in first-appearance order; the step
+    itself when its pairs are already distinct. The chunk-level view is ``step``."""
+    if step.is_message or len(step) < 2:
+        return step
+    key = (step.src * p + step.dst) * 2 + step.reduce
+    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    if len(keys) == len(key):
+        return step
+    nbytes = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(nbytes, inverse, step.nbytes)
+    order = np.argsort(first, kind="stable")
+    return make_message_step(step.src[first[order]], step.dst[first[order]], nbytes[order],
+                             step.reduce[first[order]], lambda: step)
+
+
 def concat_steps(*steps: Step) -> Step:
-    """Merge steps into one (their transfers run in the same step)."""
+    """Merge steps into one (their transfers run in the same step); message steps stay messages."""
+    if any(s.is_message for s in steps):
+        return make_message_step(*(np.concatenate([getattr(s, f) for s in steps]) for f in
+                                   ("src", "dst", "nbytes", "reduce")),
+                                 lambda: concat_steps(*(s.chunks() for s in steps)))
     return Step(*(np.concatenate([getattr(s, f) for s in steps]) for f in
                   ("src", "dst", "nbytes", "reduce", "chunk_lo", "chunk_hi")))
 
@@ -250,7 +298,7 @@ def check_structure(schedule: Schedule) -> None:
         raise ScheduleError(f"schedule.num_chunks = {c}: must be >= 1 and match chunk_bytes ({len(schedule.chunk_bytes)})")
     for k, step in enumerate(schedule.steps):
         if not (len(step.src) == len(step.dst) == len(step.nbytes) == len(step.reduce)
-                == len(step.chunk_lo) == len(step.chunk_hi)):
+                and (step.is_message or len(step.src) == len(step.chunk_lo) == len(step.chunk_hi))):
             raise ScheduleError(f"step {k}: transfer arrays differ in length")
         if len(step) == 0:
             continue

@@ -22,7 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..algorithms.registry import AlgorithmSpec, make_args, run_builder
-from ..algorithms.schedule import PER_RANK_BLOCKS, CollectiveArgs, Schedule, make_step
+from ..algorithms.schedule import (
+    PER_RANK_BLOCKS,
+    CollectiveArgs,
+    Schedule,
+    make_message_step,
+    make_step,
+)
 from ..verify import _owner
 
 
@@ -56,6 +62,13 @@ def piece_sizes(args: CollectiveArgs, buffer_bytes: int) -> list[int]:
     return [piece] * full + ([rest] if rest else [])
 
 
+def _shifted(st, offset: int):
+    """``st`` with its chunk indices moved up by ``offset`` (a message step stays one)."""
+    if st.is_message:
+        return make_message_step(st.src, st.dst, st.nbytes, st.reduce, lambda: _shifted(st.chunks(), offset))
+    return make_step(st.src, st.dst, st.nbytes, st.reduce, st.chunk_lo + offset, st.chunk_hi + offset)
+
+
 def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int) -> Schedule:
     """``spec``'s schedule for ``args`` run piece by piece through a buffer of ``buffer_bytes``.
 
@@ -78,7 +91,7 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int) -> Sche
             barriers.append(len(steps))
         barriers.extend(len(steps) + k for k in sub.barriers)
         for st in sub.steps:
-            steps.append(make_step(st.src, st.dst, st.nbytes, st.reduce, st.chunk_lo + offset, st.chunk_hi + offset))
+            steps.append(_shifted(st, offset))
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
         offset += sub.num_chunks
