@@ -11,7 +11,7 @@ import numpy as np
 from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, WorkLimitError, bad_value
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
-from .routing import MAX_PATHS, all_shortest_paths, ecmp_index
+from .routing import MAX_PATHS, SearchCache, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
 
 PRODUCTS = ("910A", "910B", "910_93")
@@ -587,6 +587,7 @@ class _Compiled:
                 caps.append(d["spec"].exchange_Bps)
         self.capacity_Bps = np.asarray(caps, dtype=float)
         self.paths = PathStore()
+        self._search = SearchCache(self.out_adj, self.in_adj)
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
 
     def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
@@ -607,7 +608,7 @@ class _Compiled:
             return hit
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
-        link_paths = all_shortest_paths(self.out_adj, self.in_adj, src, dst, MAX_PATHS)
+        link_paths = self._search.all_shortest_paths(src, dst, MAX_PATHS)
         if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
             lats = [sum(self.link_specs[li].latency_s for li in lp) for lp in link_paths]
             best = min(lats)

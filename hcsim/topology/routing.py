@@ -63,6 +63,107 @@ def all_shortest_paths(out_adj, in_adj, src: int, dst: int, max_paths: int = MAX
     return paths
 
 
+class _Side:
+    """BFS layers from one node over one adjacency (forward: out-links; backward: in-links),
+    grown on demand: ``layers[k]`` the sorted nodes at distance k, ``depth`` and ``ways`` (the
+    ``(node, link)`` one layer closer, in scan order) for every node reached, ``cost[k]`` the
+    links layer k's scan would read. Exactly what :func:`all_shortest_paths` grows, kept."""
+
+    __slots__ = ("start", "adj", "layers", "depth", "ways", "cost", "walk_cache")
+
+    def __init__(self, start: int, adj):
+        self.start = start
+        self.adj = adj
+        self.layers = [[start]]
+        self.depth = {start: 0}
+        self.ways = {start: []}
+        self.cost = [len(adj[start])]
+        self.walk_cache: dict = {}
+
+    def meet(self, k: int, other: _Side, j: int) -> list:
+        """Nodes of layer k that ``other`` reached within j layers, in layer order (sorted)."""
+        front = self.layer(k)
+        if sum(len(x) for x in other.layers[:j + 1]) < len(front):  # scan the smaller side
+            depth = self.depth
+            return sorted(v for lay in other.layers[:j + 1] for v in lay if depth.get(v) == k)
+        depth = other.depth
+        return [v for v in front if depth.get(v, j + 1) <= j]
+
+    def walks(self, node: int, limit: int) -> list:
+        """:func:`_walks` from ``node`` back to this side's start (cached)."""
+        key = (node, limit)
+        hit = self.walk_cache.get(key)
+        if hit is None:
+            hit = self.walk_cache[key] = _walks(node, self.start, self.ways, limit)
+        return hit
+
+    def layer(self, k: int) -> list:
+        while len(self.layers) <= k:
+            front = self.layers[-1]
+            nxt = _grow_layer(front, self.adj, self.ways) if front else []
+            d = len(self.layers)
+            for v in nxt:
+                self.depth[v] = d
+            self.layers.append(nxt)
+            self.cost.append(sum(len(self.adj[u]) for u in nxt))
+        return self.layers[k]
+
+
+class SearchCache:
+    """Per-node BFS layers shared by every route search from or to that node.
+
+    A rank talks to a handful of peers per step and to the same ones again in later steps and
+    calls, so each node's layers are grown once instead of once per pair. The searches replay
+    :func:`all_shortest_paths` step for step (same growth order, same meeting layer, same path
+    order), so routes and ECMP choices are identical. At most ``max_nodes`` sides are kept
+    (oldest dropped first).
+    """
+
+    def __init__(self, out_adj, in_adj, max_nodes: int = 8192):
+        self.out_adj, self.in_adj = out_adj, in_adj
+        self.max_nodes = max_nodes
+        self._fwd: dict[int, _Side] = {}
+        self._bwd: dict[int, _Side] = {}
+
+    def _side(self, table, node, adj) -> _Side:
+        side = table.get(node)
+        if side is None:
+            if len(table) >= self.max_nodes:
+                del table[next(iter(table))]
+            side = table[node] = _Side(node, adj)
+        return side
+
+    def all_shortest_paths(self, src: int, dst: int, max_paths: int = MAX_PATHS):
+        """As :func:`all_shortest_paths` (the same list, in the same order)."""
+        if src == dst:
+            return [()]
+        f = self._side(self._fwd, src, self.out_adj)
+        b = self._side(self._bwd, dst, self.in_adj)
+        i = j = 0
+        while f.layer(i) and b.layer(j):
+            if f.cost[i] <= b.cost[j]:
+                i += 1
+                meet = f.meet(i, b, j)
+            else:
+                j += 1
+                meet = b.meet(j, f, i)
+            if meet:
+                return _join(meet, f, b, max_paths)
+        return []
+
+
+def _join(meet, f: _Side, b: _Side, max_paths):
+    paths = []
+    for m in meet:
+        heads = [tuple(reversed(h)) for h in f.walks(m, max_paths)]
+        tails = [tuple(t) for t in b.walks(m, max_paths)]
+        for h, t in itertools.product(heads, tails):
+            paths.append(h + t)
+            if len(paths) >= max_paths:
+                return paths
+    return paths
+
+
 def _walks(start: int, goal: int, steps, limit: int) -> list[list[int]]:
     """The first ``limit`` walks from ``start`` to ``goal`` over ``steps`` (node -> [(next,
     link)], every step one layer closer to ``goal``), depth first in ``steps``' order, as
