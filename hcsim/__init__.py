@@ -9,17 +9,6 @@ Examples
 True
 """
 
-from . import algorithms  # noqa: F401  (registers the built-in algorithms)
-from .algorithms import (
-    COLLECTIVES,
-    AlgorithmSpec,
-    Schedule,
-    algorithms_for,
-    build_schedule,
-    register,
-)
-from .api import simulate, sweep
-from .engine import Result
 from .errors import (
     ConfigError,
     HcsimError,
@@ -28,10 +17,38 @@ from .errors import (
     TopologyError,
     WorkLimitError,
 )
-from .study import select
-from .topology import Topology, load_topology, save_topology
-from .units import parse_size
-from .verify import verify
+
+# Everything else is imported on first use (PEP 562), so ``import hcsim`` costs only this
+# module and the errors: pandas, networkx, simpy and the engine load when a call needs them.
+_LAZY = {
+    "COLLECTIVES": "algorithms", "AlgorithmSpec": "algorithms", "Schedule": "algorithms",
+    "algorithms_for": "algorithms", "build_schedule": "algorithms", "register": "algorithms",
+    "simulate": "api", "sweep": "api", "Result": "engine", "select": "study",
+    "Topology": "topology", "load_topology": "topology", "save_topology": "topology",
+    "parse_size": "units", "verify": "verify",
+}
+
+
+def __getattr__(name):
+    import importlib
+
+    module = _LAZY.get(name)
+    if module is not None:
+        importlib.import_module(".algorithms", __name__)  # registers the built-in algorithms
+        value = getattr(importlib.import_module("." + module, __name__), name)
+        globals()[name] = value
+        return value
+    try:
+        return importlib.import_module("." + name, __name__)  # a subpackage, e.g. hcsim.workload
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

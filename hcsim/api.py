@@ -11,7 +11,6 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from . import verify as _verify
 from .algorithms.registry import (
     AlgorithmSpec,
     algorithms_for,
@@ -48,6 +47,7 @@ from .limits import (
 from .topology.io import load_topology
 from .topology.model import ROUTING_POLICIES
 from .units import parse_size, size_range
+from .verify import verify as _verify_schedule
 
 MODES = ("des", "analytical")
 
@@ -232,7 +232,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     verified = verify is True or (verify == "auto" and (spec.user or all(_small_enough(s) for s, _ in schedules)))
     for schedule, _ in schedules:
         if verified:
-            _verify.verify(schedule)
+            _verify_schedule(schedule)
         elif mode == "des":
             check_structure(schedule)
     config = {"topology": topo.name, "routing": routing, "step_overhead_s": cfg.step_overhead_s,

@@ -40,7 +40,7 @@ import simpy
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import MAX_FLOW_UPDATES
-from ..topology.model import ROUTING_POLICIES
+from ..topology.routing import ROUTING_POLICIES
 from .fairshare import max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 

@@ -11,7 +11,7 @@ import numpy as np
 from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, WorkLimitError, bad_value
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
-from .routing import MAX_PATHS, SearchCache, ecmp_index
+from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
 
 PRODUCTS = ("910A", "910B", "910_93")
@@ -19,9 +19,6 @@ PRODUCTS = ("910A", "910B", "910_93")
 
 EXPANSION_MODES = ("HOST", "AI_CPU", "AIV", "HOST_TS")
 """HCCL_OP_EXPANSION_MODE values (FACTS.md s2)."""
-
-ROUTING_POLICIES = ("ecmp", "spray")
-"""``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
 
 
 def _pairs(field_name: str, value, width: int, what: str) -> tuple:

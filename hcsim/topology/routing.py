@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import itertools
 
+ROUTING_POLICIES = ("ecmp", "spray")
+"""``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
+
 MAX_PATHS = 64
 """Most equal-cost paths kept per node pair (the first ones in a deterministic order)."""
 

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import simpy
 
-from .. import verify as _verify
 from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
 from ..api import DEFAULT_ALGORITHM, _reduces_inline, _send_matrix, rank_layout
@@ -30,6 +29,7 @@ from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
 from ..topology.io import load_topology
 from ..topology.model import ROUTING_POLICIES
+from ..verify import verify as _verify_schedule
 from .graph import Collective, Compute, RecordEvent, SendRecv, WaitEvent, Workload
 from .result import JobResult
 
@@ -367,7 +367,7 @@ class _Job:
         if schedule is None:
             schedule = looped(spec, args, buffer) if buffer is not None else run_builder(spec, args)
             if spec.user:
-                _verify.verify(schedule)
+                _verify_schedule(schedule)
             check_structure(schedule)
             self._schedules[key] = schedule
         self._count(sum(len(s) for s in schedule.steps), op)
