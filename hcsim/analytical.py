@@ -24,6 +24,8 @@ What the closed forms are, exactly (each part is a property test in
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .algorithms.cost import AlphaBetaGamma
@@ -63,54 +65,124 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     the schedule's server/pod layout); a level no pair uses gets zeros. ``inline_reduce`` and
     ``reduce_time_factor`` mean what they mean in :class:`~hcsim.engine.des.EngineConfig`: no
     link reduces inline, and the reduction unit's time per byte is scaled.
+
+    Every distinct rank pair is routed once, then read off the path arrays in one pass
+    (linear in the pairs; :func:`cached_path_parameters` keeps the answer for later calls).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> from hcsim.algorithms import build_schedule
+    >>> topo = single_switch(4, 25e9, 1e-6)
+    >>> m = path_parameters(topo, topo.npus, build_schedule("allreduce", "ring", 4, 1 << 20))
+    >>> round(m.alpha_s * 1e6, 3), round(1 / m.beta_s_per_B / 1e9, 1)
+    (2.0, 25.0)
     """
     net = topo.compiled()
     p = schedule.p
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
     seen_arrays = None
-    pairs: set[int] = set()
-    reducing: set[int] = set()
+    used: list[np.ndarray] = []
+    red: list[np.ndarray] = []
     for step in schedule.steps:
         if not len(step):
             continue
         keys = step.src * p + step.dst
         if not (seen_arrays is not None and seen_arrays[0] is step.src and seen_arrays[1] is step.dst):
             seen_arrays = (step.src, step.dst)
-            pairs.update(np.unique(keys).tolist())
+            used.append(np.unique(keys))
         if step.reduce.any():
-            reducing.update(np.unique(keys[step.reduce]).tolist())
-    level_of = _pair_levels(schedule.args, levels)
-    lat = [0.0] * levels
-    bw = [np.inf] * levels
-    gamma = [0.0] * levels
-    for key in sorted(pairs):
-        a, b = divmod(key, p)
-        lv = level_of(a, b)
-        ids = list(net.route(int(rank_node[a]), int(rank_node[b]), routing, seed, qps))
-        _, _, p_lat, p_inline, p_bw = net.paths.arrays()
-        lat[lv] = max(lat[lv], float(p_lat[ids].max()))
-        bw[lv] = min(bw[lv], float(p_bw[ids[0]]) if len(ids) == 1 else _spray_bandwidth(net, ids))
-        if key in reducing and not (inline_reduce and p_inline[ids].all()):
-            g = 1.0 / float(net.reduce_Bps[rank_node[b]])
-            gamma[lv] = max(gamma[lv], g * reduce_time_factor if reduce_time_factor != 1.0 else g)
-    out = tuple(AlphaBetaGamma(step_overhead_s + lat[lv], 0.0 if bw[lv] == np.inf else 1.0 / bw[lv], gamma[lv])
-                for lv in range(levels))
-    return out[0] if levels == 1 else out
+            red.append(np.unique(keys[step.reduce]))
+    pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+    reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
+    src, dst = np.divmod(pairs, p)
+    # Route every pair first: routing appends to the path store, whose arrays are rebuilt
+    # after each addition, so they are read once, after the last route.
+    routes = [net.route(a, b, routing, seed, qps) for a, b in zip(rank_node[src].tolist(), rank_node[dst].tolist(),
+                                                                     strict=True)]
+    _, _, p_lat, p_inline, p_bw = net.paths.arrays()
+    counts = np.fromiter((len(ids) for ids in routes), dtype=np.int64, count=len(routes))
+    flat = np.fromiter((i for ids in routes for i in ids), dtype=np.int64, count=int(counts.sum()))
+    owner = np.repeat(np.arange(len(routes)), counts)
+    pair_lat = np.full(len(routes), -np.inf)
+    np.maximum.at(pair_lat, owner, p_lat[flat])
+    pair_inline = np.ones(len(routes), dtype=bool)
+    np.logical_and.at(pair_inline, owner, p_inline[flat])
+    first = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) if len(routes) else counts
+    pair_bw = p_bw[flat[first]] if len(routes) else np.zeros(0)
+    for i in np.flatnonzero(counts > 1).tolist():
+        pair_bw[i] = _spray_bandwidth(net, list(routes[i]))
+    level = _pair_level_array(schedule.args, levels, src, dst)
+    charged = reducing & ~(inline_reduce & pair_inline)
+    g = 1.0 / net.reduce_Bps[rank_node[dst]]
+    if reduce_time_factor != 1.0:
+        g = g * reduce_time_factor
+    out = []
+    for lv in range(levels):
+        mine = level == lv
+        lat = float(pair_lat[mine].max()) if mine.any() else 0.0
+        bw = float(pair_bw[mine].min()) if mine.any() else np.inf
+        mine &= charged
+        gamma = float(g[mine].max()) if mine.any() else 0.0
+        out.append(AlphaBetaGamma(step_overhead_s + lat, 0.0 if bw == np.inf else 1.0 / bw, gamma))
+    return out[0] if levels == 1 else tuple(out)
 
 
-def _pair_levels(args, levels):
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+CACHE_LIMIT = 4096
+"""Entries :func:`cached_path_parameters` keeps per compiled topology (all dropped when full)."""
+
+
+def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: str = "ecmp", seed: int = 0,
+                           step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1, *,
+                           inline_reduce: bool = True, reduce_time_factor: float = 1.0, net=None):
+    """:func:`path_parameters`, remembered per compiled topology and ``schedule_key``.
+
+    ``schedule_key`` (hashable) must determine the rank pairs ``schedule`` uses and which of
+    them reduce -- for hcsim's own algorithms: the algorithm, the collective, the ranks, the
+    server/pod layout, the root and an alltoallv send matrix, but not the size (the pairs of
+    a schedule do not depend on its size; ``tests/test_analytical_fast.py`` checks this for
+    every algorithm family). ``schedule`` is the schedule or a function that builds it, called
+    only when the answer is not cached. The cache follows the topology: an edited graph
+    compiles to a new view (:meth:`~hcsim.topology.model.Topology.compiled`) with an empty one.
+    ``net``: ``topo.compiled()`` if the caller has it (it checks the graph's fingerprint).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> from hcsim.algorithms import build_schedule
+    >>> topo = single_switch(4, 25e9, 1e-6)
+    >>> build = lambda: build_schedule("allgather", "ring", 4, 4096)
+    >>> a = cached_path_parameters(topo, topo.npus, ("ring", "allgather", 4), build)
+    >>> a == cached_path_parameters(topo, topo.npus, ("ring", "allgather", 4), None)  # not built again
+    True
+    """
+    net = topo.compiled() if net is None else net
+    table = _CACHE.get(net)
+    if table is None:
+        table = _CACHE[net] = {}
+    key = (schedule_key, tuple(rank_nodes), routing, int(seed), float(step_overhead_s), int(levels), int(qps),
+           bool(inline_reduce), float(reduce_time_factor))
+    hit = table.get(key)
+    if hit is None:
+        sched = schedule() if callable(schedule) else schedule
+        hit = path_parameters(topo, rank_nodes, sched, routing, seed, step_overhead_s, levels, qps,
+                              inline_reduce=inline_reduce, reduce_time_factor=reduce_time_factor)
+        if len(table) >= CACHE_LIMIT:
+            table.clear()
+        table[key] = hit
+    return hit
+
+
+def _pair_level_array(args, levels, src, dst):
+    """Level of each rank pair (0: same server, 1: same pod, 2: different pods)."""
     if levels == 1:
-        return lambda a, b: 0
+        return np.zeros(len(src), dtype=np.int64)
     server = np.repeat(np.arange(len(args.server_sizes)), args.server_sizes)
     pods = args.pods or (len(args.server_sizes),)
     pod = np.repeat(np.arange(len(pods)), pods)[server]
-
-    def level(a, b):
-        if server[a] == server[b]:
-            return 0
-        return 1 if pod[a] == pod[b] or levels == 2 else 2
-
-    return level
+    same_pod = (pod[src] == pod[dst]) | (levels == 2)
+    return np.where(server[src] == server[dst], 0, np.where(same_pod, 1, 2))
 
 
 def _spray_bandwidth(net, path_ids) -> float:

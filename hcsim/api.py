@@ -19,8 +19,15 @@ from .algorithms.registry import (
     make_args,
     run_builder,
 )
-from .algorithms.schedule import COLLECTIVES, REDUCING, check_structure, min_size
-from .analytical import path_parameters
+from .algorithms.schedule import (
+    BUSBW_FACTOR,
+    COLLECTIVES,
+    REDUCING,
+    CollectiveArgs,
+    check_structure,
+    min_size,
+)
+from .analytical import cached_path_parameters, path_parameters
 from .dtypes import (
     REDUCING_COLLECTIVES,
     check_elements,
@@ -46,7 +53,7 @@ from .limits import (
 )
 from .topology.io import load_topology
 from .topology.model import ROUTING_POLICIES
-from .units import parse_size, size_range
+from .units import GB, parse_size, size_range
 from .verify import verify as _verify_schedule
 
 MODES = ("des", "analytical")
@@ -251,9 +258,11 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         if cfg.message_regimes is not None and not cfg.message_regimes.trivial:
             raise ConfigError(f"mode = 'analytical': topology {topo.name!r} has size-dependent message costs "
                               "(defaults.message_regimes), which the closed forms do not model; use mode 'des'")
-        abg = path_parameters(topo, rank_nodes, schedules[0][0], routing, ecmp_seed, cfg.step_overhead_s,
-                              spec.levels, qps, inline_reduce=cfg.inline_reduce,
-                              reduce_time_factor=cfg.reduce_time_factor)
+        # the rank pairs do not depend on the size: cached per algorithm, ranks, layout and options
+        key = (spec, collective, args.p, servers, pods, root,
+               None if send_matrix is None else np.asarray(args.send_matrix, dtype=np.int64).tobytes())
+        abg = _analytical_parameters(topo, rank_nodes, spec, key, schedules[0][0], routing, ecmp_seed,
+                                     cfg.step_overhead_s, qps, cfg.inline_reduce, cfg.reduce_time_factor)
         t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
@@ -524,40 +533,378 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         algorithms = [algorithms]
     elif not isinstance(algorithms, (list, tuple)) or not algorithms:
         raise bad_value("algorithms", algorithms, "a non-empty list of algorithm names or callables, or None (all)")
-    rows = []
     p = len(topo.resolve_ranks(kwargs.get("ranks")))
     if kwargs.get("dtype") is not None:
         parse_dtype(kwargs["dtype"])  # a bad name is an error, not a table of refusals
-
-    def refused(algo, n, reason):
-        return {"collective": collective, "algorithm": getattr(algo, "__name__", algo), "mode": kwargs.get("mode", "des"),
-                "ranks": p, "size_bytes": n, "time_us": math.nan, "algbw_GBps": math.nan, "busbw_GBps": math.nan,
-                "refused": reason}
-
+    mode = kwargs.get("mode", "des")
+    table = _Table(collective, mode, p)
+    reasons = []  # per size: why every algorithm is refused there, or None
     for n in size_list:
-        for algo in algorithms:
-            if n < min_size(collective, p):  # a range that starts below one byte per rank
-                rows.append(refused(algo, n, f"size = {n}: {_too_small(collective, p)}"))
+        reason = None
+        if n < min_size(collective, p):  # a range that starts below one byte per rank
+            reason = f"size = {n}: {_too_small(collective, p)}"
+        elif kwargs.get("dtype") is not None:  # a range point that is not whole elements per rank
+            try:
+                check_elements(collective, n, kwargs["dtype"], p)
+            except ConfigError as exc:
+                reason = str(exc)
+        reasons.append(reason)
+    fast = [[None] * len(size_list)] * len(algorithms)
+    if mode == "analytical":  # the closed form, with what does not depend on the size done once
+        engine = _FastAnalytical(topo, collective, kwargs)
+        fast = [engine.column(algo, size_list) for algo in algorithms]
+    for i, n in enumerate(size_list):
+        for algo, col in zip(algorithms, fast, strict=True):
+            if reasons[i] is not None:
+                table.refuse(algo, n, reasons[i])
                 continue
-            if kwargs.get("dtype") is not None:  # a range point that is not whole elements per rank
-                try:
-                    check_elements(collective, n, kwargs["dtype"], p)
-                except ConfigError as exc:
-                    rows.append(refused(algo, n, str(exc)))
-                    continue
+            if col[i] is not None:
+                t, ran, ranks, size_bytes, _ = col[i]
+                table.add(algo, ran, ranks, size_bytes, t)
+                continue
             try:
                 r = simulate(topo, collective, n, algo, **kwargs)
             except WorkLimitError as exc:  # one point over the work bound does not sink the sweep
-                rows.append(refused(algo, n, str(exc)))
+                table.refuse(algo, n, str(exc))
                 continue
-            row = r.row()
-            row["selected"] = r.algorithm  # what ran: differs from the request for "auto" and "best"
-            if isinstance(algo, str):
-                row["algorithm"] = algo
-            rows.append(row)
-    df = pd.DataFrame(rows)
+            table.add(algo, r.algorithm, r.ranks, r.size_bytes, r.time_s, r.mode)
+    df = table.frame()
     if "refused" in df:
-        df["refused"] = df["refused"].fillna("")
         if (df["refused"] != "").all():  # nothing ran: that is an error, not a table of refusals
             raise WorkLimitError(f"every point refused, e.g. {df['refused'].iloc[0]}")
     return df
+
+
+# --- The analytical fast path -----------------------------------------------------------------
+# A closed form needs, per size, only the size's CCL-buffer pieces and the cost function; what
+# simulate() builds around it (the schedule, its verification, its transfer count, the path
+# parameters) depends on the algorithm, the ranks, the layout and the options, not on the size
+# (tests/test_analytical_fast.py checks that every algorithm's rank pairs, chunk flows and
+# transfer count are the same at every size). sweep() and select() therefore prepare each
+# (algorithm, options) once (_SpecPlan) and price every size with the closed form alone; any
+# point the preparation cannot vouch for (a user algorithm, a refusal, an option it does not
+# model) is left to simulate() itself, so the answers are simulate()'s, value for value.
+
+_KEYWORDS = {n: prm.default for n, prm in inspect.signature(simulate).parameters.items()
+             if prm.kind is inspect.Parameter.KEYWORD_ONLY}
+
+_STRUCTURES: dict = {}
+"""(algorithm, collective, p, servers, pods, root, send matrix) -> what :class:`_SpecPlan` knows
+of its schedule at any size: transfers, extrapolated transfers, whether verified, small enough."""
+
+
+class _Delegate(Exception):
+    """The fast path leaves this point (or algorithm) to :func:`simulate`."""
+
+
+def _builtin(spec: AlgorithmSpec) -> bool:
+    """Whether ``spec`` is hcsim's own (registered or composed by name), whose schedules'
+    structure is known not to depend on the size."""
+    try:
+        return not spec.user and get_algorithm(spec.collective, spec.name) is spec
+    except Exception:
+        return False
+
+
+def _options(kwargs: dict, **override) -> dict:
+    out = dict(_KEYWORDS)
+    out.update(kwargs)
+    out.update(override)
+    return out
+
+
+class _Context:
+    """simulate()'s preamble that depends neither on the size nor on the algorithm, for one
+    (topology, collective, options); raises (anything) where simulate() would, or _Delegate."""
+
+    def __init__(self, topo, collective: str, o: dict, net):
+        if o["mode"] != "analytical" or o["count"] is not None:
+            raise _Delegate
+        rank_nodes = topo.resolve_ranks(o["ranks"])
+        root, p = o["root"], len(rank_nodes)
+        if not _is_int(root) or not 0 <= root < p:
+            raise _Delegate
+        reduce_op, dtype = parse_reduce_op(o["reduce_op"]), o["dtype"]
+        if dtype is not None:
+            dtype = parse_dtype(dtype)
+            check_supported(collective, dtype, reduce_op, topo.product)
+        self.parsed_algo = parse_hccl_algo(o["hccl_algo"])
+        servers, pods = rank_layout(topo, rank_nodes)
+        hccl = o["hccl"]
+        if hccl is None and topo.product is not None:
+            hccl = HcclConfig()
+        if hccl is not None and not isinstance(hccl, HcclConfig):
+            raise _Delegate
+        defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
+        if defaults.message_regimes is not None and not defaults.message_regimes.trivial:
+            raise _Delegate
+        self.topo, self.net, self.collective, self.o = topo, net, collective, o
+        self.rank_nodes, self.p, self.root, self.servers, self.pods = rank_nodes, p, root, servers, pods
+        self.dtype, self.reduce_op, self.hccl = dtype, reduce_op, hccl
+        self.inline_ok = _reduces_inline(collective, topo.product, dtype, reduce_op)
+        self.qps = o["qps"] if o["qps"] is not None else (hccl.qps_per_connection if hccl is not None else 1)
+        self.matrix = _send_matrix(o["send_matrix"], p) if o["send_matrix"] is not None else None
+        self.matrix_key = None if self.matrix is None else self.matrix.tobytes()
+        self.step_s = defaults.step_overhead_s if o["step_overhead_s"] is None else o["step_overhead_s"]
+        self.launch_s = defaults.launch_for(collective) if o["launch_overhead_s"] is None else o["launch_overhead_s"]
+        self.factor = reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0
+        self.buffer_bytes = hccl.buffer_bytes if hccl is not None else None
+
+
+class _SpecPlan:
+    """``simulate(topo, collective, n, algorithm, mode="analytical", **options)`` for every n,
+    with what does not depend on n done once; :meth:`times` leaves to simulate() (None) any
+    point it does not answer exactly as simulate() would."""
+
+    def __init__(self, ctx: _Context, algorithm):
+        o = ctx.o
+        if not isinstance(algorithm, (str, AlgorithmSpec)) or algorithm in ("auto", "best") \
+                or o["hccl_algo"] is not None:
+            raise _Delegate
+        _check_call(ctx.collective, algorithm, o["root"], o["mode"], o["routing"], o["ecmp_seed"],
+                    o["step_overhead_s"], o["launch_overhead_s"], o["record"], o["verify"], o["hccl"], o["qps"],
+                    o["max_transfers"], o["max_flow_updates"])
+        spec = get_algorithm(ctx.collective, algorithm)
+        if not _builtin(spec) or spec.cost is None or (spec.levels > 1 and not ctx.servers) or ctx.p > MAX_CALL_RANKS:
+            raise _Delegate
+        self.ctx, self.spec = ctx, spec
+        self.first = make_args(ctx.collective, ctx.p, min_size(ctx.collective, ctx.p), ctx.root, ctx.servers, ctx.pods,
+                               ctx.matrix)  # the call's own checks, once
+        self.work = None  # None: not prepared; False: preparing failed (simulate() answers)
+        self.abg = None
+
+    def _prepare(self, first) -> None:
+        """Transfers, verification and path parameters, from one schedule, built only when the
+        caches do not hold them (they do not depend on the size: tests/test_analytical_fast.py)."""
+        ctx, spec, o = self.ctx, self.spec, self.ctx.o
+        key = (spec, ctx.collective, ctx.p, ctx.servers, ctx.pods, ctx.root, ctx.matrix_key)
+        built = []
+
+        def schedule():
+            if not built:
+                built.append(run_builder(spec, first))
+            return built[0]
+
+        st = _STRUCTURES.get(key)
+        if st is None:
+            estimate = (_extrapolated_transfers(spec, first)
+                        if ctx.p > PROBE_RANKS and first.send_matrix is None else 0.0)
+            if estimate > o["max_transfers"]:  # every size is refused before it is built
+                self.work = {"transfers": 0, "estimate": estimate}
+                return
+            sched = schedule()
+            st = {"transfers": sum(len(step) for step in sched.steps), "estimate": estimate,
+                  "small": _small_enough(sched), "verified": False}
+            if len(_STRUCTURES) >= 4096:
+                _STRUCTURES.clear()
+            _STRUCTURES[key] = st
+        if (o["verify"] is True or (o["verify"] == "auto" and st["small"])) and not st["verified"]:
+            from .verify import verify as check_schedule
+
+            check_schedule(schedule())
+            st["verified"] = True
+        self.abg = _analytical_parameters(ctx.topo, ctx.rank_nodes, spec, key, schedule, o["routing"],
+                                          o["ecmp_seed"], ctx.step_s, ctx.qps, ctx.inline_ok, ctx.factor,
+                                          net=ctx.net)
+        self.work = st
+
+    def times(self, sizes) -> list:
+        """Per size: (time_s, size_bytes) as simulate() computes them, or None (simulate() answers)."""
+        ctx = self.ctx
+        coll, p, o = ctx.collective, ctx.p, ctx.o
+        out = [None] * len(sizes)
+        smallest = min_size(coll, p)
+        todo = [(i, n) for i, n in enumerate(sizes) if _is_int(n) and n >= smallest]
+        if ctx.dtype is not None:
+            def whole(n):
+                try:
+                    check_elements(coll, n, ctx.dtype, p)
+                    return True
+                except ConfigError:
+                    return False
+            todo = [(i, n) for i, n in todo if whole(n)]
+        if not todo or self.work is False:
+            return out
+        if coll == "alltoallv":  # one pass, its args carry a matrix that may follow the size
+            argsets = [(i, make_args(coll, p, n, ctx.root, ctx.servers, ctx.pods, ctx.matrix)) for i, n in todo]
+            loops = [(i, a, loop_pieces(a, ctx.buffer_bytes)) for i, a in argsets]
+        else:
+            loops = [(i, CollectiveArgs(coll, p, int(n), ctx.root, ctx.servers, ctx.pods), None) for i, n in todo]
+            piece = piece_bytes(self.first, ctx.buffer_bytes) if ctx.buffer_bytes is not None else None
+            for k, (i, a, _) in enumerate(loops):
+                if piece is None:
+                    loops[k] = (i, a, {a.nbytes: 1})
+                else:  # loop_pieces, without a dict comprehension per size
+                    full, rest = divmod(a.nbytes, piece)
+                    loops[k] = (i, a, {x: c for x, c in ((piece, full), (rest, 1)) if c and x})
+        if self.work is None:
+            i, a, pieces = loops[0]
+            try:
+                self._prepare(dataclasses.replace(a, nbytes=next(iter(pieces))))
+            except Exception:  # simulate() raises it, with its own message, at this point
+                self.work = False
+                return out
+        limit, work, cost, abg, launch = o["max_transfers"], self.work, self.spec.cost, self.abg, ctx.launch_s
+        memo: dict = {}
+        for i, a, pieces in loops:
+            k = len(pieces)
+            if k * work["estimate"] > limit or k * work["transfers"] > limit:
+                continue  # refused: simulate() says by how much
+            total = 0
+            for nb, count in pieces.items():
+                c = memo.get(nb) if a.send_matrix is None else None
+                if c is None:
+                    c = cost(a if nb == a.nbytes else dataclasses.replace(a, nbytes=nb), abg)
+                    if a.send_matrix is None:
+                        memo[nb] = c
+                total += count * c
+            out[i] = (launch + total, a.nbytes)
+        return out
+
+
+def _analytical_parameters(topo, rank_nodes, spec, key, schedule, routing, seed, step_s, qps, inline_ok, factor,
+                           net=None):
+    """Path parameters of ``spec``'s schedule, cached (:func:`hcsim.analytical.cached_path_parameters`)
+    for hcsim's own algorithms, read off ``schedule`` (a Schedule or a builder) otherwise."""
+    if _builtin(spec):
+        return cached_path_parameters(topo, rank_nodes, key, schedule, routing, seed, step_s, spec.levels, qps,
+                                      inline_reduce=inline_ok, reduce_time_factor=factor, net=net)
+    return path_parameters(topo, rank_nodes, schedule() if callable(schedule) else schedule, routing, seed, step_s,
+                           spec.levels, qps, inline_reduce=inline_ok, reduce_time_factor=factor)
+
+
+class _FastAnalytical:
+    """Analytical points of one (topology, collective, options), for :func:`sweep` and
+    :func:`hcsim.study.select`. :meth:`column` answers one algorithm at every size at once:
+    per size (time_s, algorithm that ran, ranks, size_bytes, selected_by), or None where
+    simulate() is to answer."""
+
+    def __init__(self, topo, collective: str, kwargs: dict):
+        self.topo, self.collective, self.kwargs = topo, collective, kwargs
+        self.net = topo.compiled()
+        self.contexts: dict = {}
+        self.plans: dict = {}
+
+    def _context(self, override: tuple):
+        ctx = self.contexts.get(override)
+        if ctx is None:
+            try:
+                ctx = _Context(self.topo, self.collective, _options(self.kwargs, **dict(override)), self.net)
+            except Exception:
+                ctx = False
+            self.contexts[override] = ctx
+        return ctx
+
+    def _plan(self, algorithm, override: tuple = ()):
+        key = (algorithm if isinstance(algorithm, (str, AlgorithmSpec)) else id(algorithm), override)
+        plan = self.plans.get(key)
+        if plan is None:
+            ctx = self._context(override)
+            try:
+                plan = _SpecPlan(ctx, algorithm) if ctx else False
+            except Exception:
+                plan = False
+            self.plans[key] = plan
+        return plan
+
+    def column(self, algorithm, sizes) -> list:
+        if algorithm is None:
+            algorithm = "auto" if self.kwargs.get("hccl_algo") is not None else DEFAULT_ALGORITHM[self.collective]
+        out = [None] * len(sizes)
+        if isinstance(algorithm, str) and algorithm in ("auto", "best"):
+            ctx = self._context(())
+            if not ctx:
+                return out
+            layout = ctx.servers or (ctx.p,)
+            hccl = ctx.hccl or HcclConfig()
+            if algorithm == "best":
+                if self.kwargs.get("hccl_algo") is not None:
+                    return out
+                cands = candidates(self.collective, layout, ctx.pods, self.topo.product)
+                override = (("dtype", ctx.dtype), ("hccl", hccl), ("reduce_op", ctx.reduce_op))
+                cols = []
+                for c in cands:
+                    plan = self._plan(c, override)
+                    if not plan:
+                        return out
+                    cols.append((plan.spec.name, plan.times(sizes)))
+                why = f"fastest of {len(cands)} candidates by simulation (analytical)"
+                for i in range(len(sizes) if cands else 0):
+                    if all(col[i] is not None for _, col in cols):
+                        name, (t, size_bytes) = min(((nm, col[i]) for nm, col in cols), key=lambda x: x[1][0])
+                        out[i] = (t, name, ctx.p, size_bytes, why)
+                return out
+            override = (("hccl", hccl), ("hccl_algo", None))
+            chosen = {}
+            for i, n in enumerate(sizes):
+                try:
+                    pick = select_algorithm(self.topo.product, self.collective, n, layout, ctx.pods, ctx.parsed_algo,
+                                            hccl)
+                except Exception:  # simulate() raises it at this point
+                    continue
+                chosen.setdefault(pick, []).append(i)
+            for (name, why), idx in chosen.items():
+                plan = self._plan(name, override)
+                if plan:
+                    for i, r in zip(idx, plan.times([sizes[i] for i in idx]), strict=True):
+                        if r is not None:
+                            out[i] = (r[0], plan.spec.name, ctx.p, r[1], why)
+            return out
+        plan = self._plan(algorithm)
+        if plan:
+            for i, r in enumerate(plan.times(sizes)):
+                if r is not None:
+                    out[i] = (r[0], plan.spec.name, plan.ctx.p, r[1], None)
+        return out
+
+
+class _Table:
+    """:func:`sweep`'s rows, kept column by column: the frame the per-row dicts made before
+    (same columns in the same order, same values), built in one go."""
+
+    def __init__(self, collective: str, mode: str, p: int):
+        self.collective, self.mode, self.p = collective, mode, p
+        self.algorithm, self.modes, self.ranks, self.size, self.time_s = [], [], [], [], []
+        self.selected, self.refused = [], []
+        self.order = []  # "selected" and "refused" in the order they first appear
+
+    def add(self, algo, ran: str, ranks: int, size_bytes: int, time_s: float, mode: str | None = None):
+        if "selected" not in self.order:
+            self.order.append("selected")
+        self.algorithm.append(algo if isinstance(algo, str) else ran)
+        self.modes.append(self.mode if mode is None else mode)
+        self.ranks.append(ranks)
+        self.size.append(size_bytes)
+        self.time_s.append(time_s)
+        self.selected.append(ran)
+        self.refused.append(None)
+
+    def refuse(self, algo, n: int, reason: str):
+        if "refused" not in self.order:
+            self.order.append("refused")
+        self.algorithm.append(getattr(algo, "__name__", algo))
+        self.modes.append(self.mode)
+        self.ranks.append(self.p)
+        self.size.append(n)
+        self.time_s.append(math.nan)
+        self.selected.append(None)
+        self.refused.append(reason)
+
+    def frame(self) -> pd.DataFrame:
+        n = len(self.size)
+        t = np.array(self.time_s, dtype=float)
+        ok = ~np.isnan(t)
+        size = np.array(self.size, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            algbw = np.where(t > 0, size / t / GB, np.inf)
+        algbw[~ok] = math.nan
+        factor = np.array([BUSBW_FACTOR[self.collective](r) for r in self.ranks], dtype=float)
+        cols = {"collective": [self.collective] * n, "algorithm": self.algorithm, "mode": self.modes,
+                "ranks": self.ranks, "size_bytes": self.size, "time_us": t * 1e6, "algbw_GBps": algbw,
+                "busbw_GBps": algbw * factor}
+        for name in self.order:
+            if name == "selected":
+                cols["selected"] = [math.nan if x is None else x for x in self.selected]
+            else:
+                cols["refused"] = ["" if x is None else x for x in self.refused]
+        return pd.DataFrame(cols)

@@ -6,7 +6,14 @@ import math
 
 import pandas as pd
 
-from .api import check_collective_name, check_options, rank_layout, resolve_sizes, simulate
+from .api import (
+    _FastAnalytical,
+    check_collective_name,
+    check_options,
+    rank_layout,
+    resolve_sizes,
+    simulate,
+)
 from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
 from .topology.io import load_topology
@@ -52,17 +59,27 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     servers, pods = rank_layout(topo, rank_nodes)
     cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
     rows, prev, crossovers = [], None, []
-    for size in resolve_sizes(sizes, factor):
-        chosen = simulate(topo, collective, size, "auto", ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl,
-                          **kwargs)
+    size_list = resolve_sizes(sizes, factor)
+    auto_kw = dict(kwargs, ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl)
+    rival_kw = dict(kwargs, ranks=ranks, mode=mode, hccl=hccl)
+    fast_auto = fast_rivals = {}
+    if mode == "analytical":  # closed forms: every algorithm prepared once, priced at every size at once
+        fast_auto = _FastAnalytical(topo, collective, auto_kw).column("auto", size_list)
+        rivals = _FastAnalytical(topo, collective, rival_kw)
+        fast_rivals = {algo: rivals.column(algo, size_list) for algo in cands}
+    for i, size in enumerate(size_list):
+        point = fast_auto[i] if fast_auto else None
+        chosen = (_Chosen(*point) if point is not None
+                  else simulate(topo, collective, size, "auto", **auto_kw))
         times = {}
         for algo in cands:
             if algo == chosen.algorithm:
                 times[algo] = chosen.time_s
+            elif fast_rivals and fast_rivals[algo][i] is not None:
+                times[algo] = fast_rivals[algo][i][0]
             else:
                 try:
-                    times[algo] = simulate(topo, collective, size, algo, ranks=ranks, mode=mode, hccl=hccl,
-                                           **kwargs).time_s
+                    times[algo] = simulate(topo, collective, size, algo, **rival_kw).time_s
                 except WorkLimitError:  # a rival over the work bound is left out of this size's race
                     times[algo] = math.nan
         times.setdefault(chosen.algorithm, chosen.time_s)
@@ -84,3 +101,12 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     df.attrs["topology"] = topo.name
     df.attrs["mode"] = mode
     return df
+
+
+class _Chosen:
+    """What :func:`select` reads of HCCL's choice, from the analytical fast path."""
+
+    def __init__(self, time_s, algorithm, ranks, size_bytes, selected_by):
+        self.time_s, self.algorithm, self.ranks = time_s, algorithm, ranks
+        self.time_us = time_s * 1e6
+        self.config = {"selected_by": selected_by}
