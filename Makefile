@@ -48,3 +48,8 @@ fuzz: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
+
+# Analytical-mode throughput (docs/performance.md, "Analytical mode"); BENCH_ARGS=--quick for a short run.
+.PHONY: bench-analytical
+bench-analytical: $(STAMP)
+	$(BIN)/python benchmarks/bench_analytical.py $(BENCH_ARGS)

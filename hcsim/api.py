@@ -617,10 +617,10 @@ class _Context:
     """simulate()'s preamble that depends neither on the size nor on the algorithm, for one
     (topology, collective, options); raises (anything) where simulate() would, or _Delegate."""
 
-    def __init__(self, topo, collective: str, o: dict, net):
+    def __init__(self, topo, collective: str, o: dict, net, layout):
         if o["mode"] != "analytical" or o["count"] is not None:
             raise _Delegate
-        rank_nodes = topo.resolve_ranks(o["ranks"])
+        rank_nodes, servers, pods = layout
         root, p = o["root"], len(rank_nodes)
         if not _is_int(root) or not 0 <= root < p:
             raise _Delegate
@@ -629,7 +629,6 @@ class _Context:
             dtype = parse_dtype(dtype)
             check_supported(collective, dtype, reduce_op, topo.product)
         self.parsed_algo = parse_hccl_algo(o["hccl_algo"])
-        servers, pods = rank_layout(topo, rank_nodes)
         hccl = o["hccl"]
         if hccl is None and topo.product is not None:
             hccl = HcclConfig()
@@ -782,6 +781,7 @@ class _FastAnalytical:
     def __init__(self, topo, collective: str, kwargs: dict):
         self.topo, self.collective, self.kwargs = topo, collective, kwargs
         self.net = topo.compiled()
+        self.layout = None  # (rank nodes, servers, pods): the same for every context
         self.contexts: dict = {}
         self.plans: dict = {}
 
@@ -789,7 +789,11 @@ class _FastAnalytical:
         ctx = self.contexts.get(override)
         if ctx is None:
             try:
-                ctx = _Context(self.topo, self.collective, _options(self.kwargs, **dict(override)), self.net)
+                if self.layout is None:
+                    nodes = self.topo.resolve_ranks(self.kwargs.get("ranks"))
+                    self.layout = (nodes, *rank_layout(self.topo, nodes))
+                ctx = _Context(self.topo, self.collective, _options(self.kwargs, **dict(override)), self.net,
+                               self.layout)
             except Exception:
                 ctx = False
             self.contexts[override] = ctx
