@@ -49,6 +49,12 @@ fuzz: $(STAMP)
 clean:
 	rm -rf $(VENV) out build dist *.egg-info .pytest_cache .ruff_cache .hypothesis
 
+# hcsim against SimGrid SMPI on the same star platform and max-min model (docs/performance.md);
+# prints that it skips when smpirun is not installed. ARGS=--quick for the 512-host case only.
+.PHONY: bench-smpi
+bench-smpi: $(STAMP)
+	$(BIN)/python benchmarks/bench_vs_smpi.py $(ARGS)
+
 # Analytical-mode throughput (docs/performance.md, "Analytical mode"); BENCH_ARGS=--quick for a short run.
 .PHONY: bench-analytical
 bench-analytical: $(STAMP)
