@@ -271,7 +271,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
     t = cfg.launch_overhead_s
     tables = None
-    instants = recomputes = updates = 0
+    instants = recomputes = updates = lone = 0
     for i, (schedule, count) in enumerate(schedules):
         keep = args.p * len(schedule.steps) <= RECORD_LIMIT if record == "auto" else record
         run_cfg = dataclasses.replace(cfg, record=bool(keep), launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0)
@@ -284,7 +284,10 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         instants += sim.instants
         recomputes += sim.full_recomputes
         updates += sim.flow_updates
-    config.update(instants=instants, full_rate_recomputes=recomputes, flow_updates=updates)
+        lone += sim.lone_steps
+    # contention_free_steps: steps run by the contention-free pass (FlowSimulator.run), no instants
+    config.update(instants=instants, full_rate_recomputes=recomputes, flow_updates=updates,
+                  contention_free_steps=lone)
     if len(schedules) > 1 or schedules[0][1] > 1:
         config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
     return Result(collective, spec.name, mode, args.p, nbytes, t, *tables, config)

@@ -114,7 +114,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         x points; :data:`hcsim.limits.MAX_CALIBRATION_SIMULATIONS`, a few seconds for an
         8-NPU server); the report's ``evaluation_limit`` says which bound applied.
     max_work : int
-        Work bound in engine units (50 per event instant + 1 per flow-rate update, summed over
+        Work bound in engine units (50 per event instant or contention-free step + 1 per flow-rate update, summed over
         every simulation; :data:`hcsim.limits.MAX_CALIBRATION_WORK`, about ten seconds): the
         first prediction prices an evaluation, the optimiser gets what the bound leaves
         (``evaluation_limit_by`` names the bound that applied), and a fit that cannot afford
@@ -172,7 +172,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     def predict(cand):  # a row the topology cannot run is named (predict_row)
         results = [predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False)
                    for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))]
-        work[0] = sum(50 * res.config.get("instants", 0) + res.config.get("flow_updates", 0) for res in results)
+        work[0] = sum(50 * (res.config.get("instants", 0) + res.config.get("contention_free_steps", 0))
+                      + res.config.get("flow_updates", 0) for res in results)
         return np.array([np.log(res.time_us / t) for res, (_, _, t, _, _) in zip(results, points, strict=True)])
 
     start = predict(topo)
@@ -184,7 +185,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if budget < n_max + 1:
         raise WorkLimitError(
             f"max_work = {max_work}: one prediction of the {len(points)} measured points on {topo.name!r} costs "
-            f"{per_eval} units of engine work (50 per event instant + 1 per flow-rate update), and a fit needs at "
+            f"{per_eval} units of engine work (50 per event instant or contention-free step + 1 per flow-rate update), and a fit needs at "
             f"least {1 + len(tiers) + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
             "or raise max_work (--max-work)")
     # only the tiers some point depends on: doubling an unused tier moves nothing

@@ -68,6 +68,54 @@ def test_fast_path_equals_full_max_min_recomputation(seed, routing):
     assert ends_fast == pytest.approx(ends_full, rel=1e-9)
 
 
+def sparse_schedule(rng, p):
+    """Few transfers per step (often contention-free), some steps repeated with new bytes."""
+    steps = []
+    for _ in range(int(rng.integers(1, 6))):
+        n = int(rng.integers(1, max(2, p // 2)))
+        src = rng.choice(p, n, replace=False)
+        dst = (src + rng.integers(1, p, n)) % p
+        steps.append(make_step(src, dst, rng.integers(0, 5, n) * 250_000, rng.random(n) < 0.4, 0, 1))
+    return Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "random")
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), routing=st.sampled_from(["ecmp", "spray"]),
+       dense=st.booleans())
+def test_contention_free_pass_equals_the_event_driven_run(seed, routing, dense):
+    """When the demand bound says no resource can be hot, run() takes the one-pass route; it
+    must give the event-driven engine's times (rank by rank, step by step) and bytes per link.
+    A bound that missed a contended case would show here as a different time."""
+    rng = np.random.default_rng(seed)
+    topo = random_topology(rng)
+    sched = (random_schedule if dense else sparse_schedule)(rng, topo.num_npus)
+    cfg = EngineConfig(step_overhead_s=0.5e-6, launch_overhead_s=float(rng.choice([0.0, 2e-6])), routing=routing)
+    fast = FlowSimulator(topo, topo.npus, sched, dataclasses.replace(cfg, record=False))
+    t_fast = fast.run()
+    slow = FlowSimulator(topo, topo.npus, sched, dataclasses.replace(cfg, record=True))  # records: event-driven
+    t_slow = slow.run()
+    assert not slow.contention_free and slow.instants > 0
+    assert fast.contention_free == fast.never_contended()
+    assert t_fast == pytest.approx(t_slow, rel=1e-9)
+    assert fast.finish_s == pytest.approx(slow.finish_s, rel=1e-9)
+    assert fast.step_end_s == pytest.approx(slow.step_end_s, rel=1e-9)
+    assert fast.step_ready_s == pytest.approx(slow.step_ready_s, rel=1e-9)
+    assert (fast.step_count == slow.step_count).all()
+    assert fast.path_bytes[:slow.path_bytes.size] == pytest.approx(slow.path_bytes, rel=1e-12)
+
+
+def test_contention_free_pass_is_taken_only_without_contention():
+    topo = single_switch(4, 10e9)
+    apart = Schedule(CollectiveArgs("sendrecv", 4, 1), 1, [make_step(np.array([0, 2]), np.array([1, 3]), 10**9, False, 0, 1)],
+                     np.ones(1, dtype=np.int64), "apart")
+    onto_one = Schedule(CollectiveArgs("sendrecv", 4, 1), 1, [make_step(np.array([0, 2]), 1, 10**9, False, 0, 1)],
+                        np.ones(1, dtype=np.int64), "onto one")
+    sim = FlowSimulator(topo, topo.npus, apart, EngineConfig(record=False))
+    assert sim.run() == pytest.approx(0.1) and sim.contention_free
+    sim = FlowSimulator(topo, topo.npus, onto_one, EngineConfig(record=False))
+    assert sim.run() == pytest.approx(0.2) and not sim.contention_free  # the switch->npu1 link is shared
+
+
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_no_link_ever_carries_more_than_its_capacity_on_average(seed):

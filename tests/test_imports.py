@@ -10,8 +10,8 @@ HEAVY = ("pandas", "networkx", "simpy", "matplotlib", "numpy")
 
 
 def test_import_hcsim_loads_no_heavy_dependency_until_used():
-    code = ("import sys, hcsim; print(sorted(m for m in %r if m in sys.modules)); "
-            "hcsim.load_topology; print(sorted(m for m in %r if m in sys.modules))" % (HEAVY, HEAVY))
+    code = (f"import sys, hcsim; print(sorted(m for m in {HEAVY!r} if m in sys.modules)); "
+            f"hcsim.load_topology; print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert out[0] == "[]"
     assert "networkx" in out[1]  # the lazy attribute did load the topology layer

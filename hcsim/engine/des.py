@@ -117,14 +117,15 @@ def _csr_rows(ptr: np.ndarray, rows: np.ndarray):
     return np.arange(total, dtype=np.int64) + offs, counts
 
 
-def _shared_drain(pair: np.ndarray, start: np.ndarray, nbytes: np.ndarray, bw: np.ndarray) -> np.ndarray:
+def _shared_drain(pair: np.ndarray, start: np.ndarray, nbytes: np.ndarray, bw: np.ndarray,
+                  distinct: bool = False) -> np.ndarray:
     """Drain time of each transfer of a step when only transfers of the same rank pair that
     start together share their route: they take equal shares of it (max-min on identical
     routes), so the i-th smallest of m ends after (sum of the i-1 smaller + (m-i+1) x its
-    bytes) / bandwidth. Zero-byte transfers take no time."""
+    bytes) / bandwidth. Zero-byte transfers take no time. ``distinct``: no pair repeats."""
     moving = nbytes > 0
     alone = np.where(moving, nbytes / np.where(moving, bw, 1.0), 0.0)
-    if pair.size < 2:
+    if pair.size < 2 or distinct:
         return alone
     order = np.lexsort((nbytes, start, pair))
     key_p, key_t = pair[order], start[order]
@@ -465,6 +466,43 @@ class Fabric:
                 "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
 
 
+class _DemandBound:
+    """Running bound of the demand any resource can see (:meth:`FlowSimulator.never_contended`):
+    per (sending rank, resource) the most of any one step, summed over the senders."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.n_res = sim.pad + 1
+        self.most: dict[int, float] = {}
+        self.bound = np.zeros(self.n_res)
+        self.seen: set[int] = set()
+
+    def add(self, step, r) -> bool:
+        """Take in one step (with its routing); False once some resource could be hot."""
+        if id(r) in self.seen:
+            return True
+        self.seen.add(id(r))
+        fabric = self.sim.fabric
+        src = np.repeat(step.src, np.diff(r.sub_ptr))
+        mat = fabric._path_mat[r.sub_path]
+        key = (src[:, None] * self.n_res + mat).ravel()
+        w = np.repeat(np.minimum(fabric._path_bw[r.sub_path], _BIG_Bps), mat.shape[1])
+        real = mat.ravel() != self.sim.pad
+        uk, inv = np.unique(key[real], return_inverse=True)
+        total = np.bincount(inv, weights=w[real], minlength=uk.size)
+        if not self.most:  # the first routing: no maximum to take yet
+            self.most = dict(zip(uk.tolist(), total.tolist(), strict=True))
+            np.add.at(self.bound, uk % self.n_res, total)
+        else:
+            most = self.most
+            for key_i, t in zip(uk.tolist(), total.tolist(), strict=True):
+                old = most.get(key_i, 0.0)
+                if t > old:
+                    most[key_i] = t
+                    self.bound[key_i % self.n_res] += t - old
+        return not (self.bound > fabric.capacity * _HOT).any()
+
+
 class FlowSimulator:
     """Runs one schedule on one topology and collects timings.
 
@@ -495,6 +533,11 @@ class FlowSimulator:
         # runs on a shared fabric use its compiled topology (compiling checks the whole graph)
         self.net = fabric.net if fabric is not None else topo.compiled()
         self.fabric = fabric if fabric is not None else Fabric(self.net, config.max_flow_updates)
+        self._own_fabric = fabric is None
+        self.contention_free = False
+        """True when :meth:`run` took the contention-free pass (:meth:`never_contended`)."""
+        self.lone_steps = 0
+        """Steps the contention-free pass went through (its work: about one instant's each)."""
         self.id = self.fabric.attach(self)
         self.on_finish = on_finish
         self.schedule = schedule
@@ -555,7 +598,17 @@ class FlowSimulator:
 
     # ---------------------------------------------------------------- public
     def run(self, env: simpy.Environment | None = None) -> float:
-        """Run to completion; return the collective's time in seconds."""
+        """Run to completion; return the collective's time in seconds.
+
+        A run on its own network that keeps no per-transfer records and can never be
+        contended (:meth:`never_contended`) is its contention-free pass: the same times
+        without an event queue (``contention_free`` is then True and no instants are counted).
+        """
+        if env is None and self._own_fabric and not self.cfg.record and not self.fabric.force_full_recompute:
+            t = self._lone_pass(fill=True, bound=_DemandBound(self))
+            if t is not None:
+                self.contention_free = True
+                return t
         env = env or simpy.Environment()
         proc = env.process(self.process(env))
         env.run(until=proc)
@@ -572,25 +625,56 @@ class FlowSimulator:
         transfers share a resource. One pass over the steps, no event queue; it does not
         change the simulator's state that :meth:`run` uses.
         """
+        return self._lone_pass(fill=False)
+
+    def never_contended(self) -> bool:
+        """Whether no resource can ever be hot (asked for more than its capacity) in this run.
+
+        A rank's flows at any moment all belong to its current step (it enters a step once
+        its transfers of the step before have finished, in both directions). So the demand on
+        a resource never exceeds the sum, over the sending ranks, of the most that rank puts
+        on it in any one step, each flow counted at its path's bottleneck. When that bound
+        fits every resource, every flow runs at its bottleneck from start to end, and the run
+        is its contention-free pass (:meth:`run` then takes it). Work: one pass over the
+        steps' distinct routings.
+        """
+        bound = _DemandBound(self)
+        for k in range(self.n_steps):
+            step = self.schedule.steps[k]
+            if len(step) and not bound.add(step, self._routing(step)):
+                return False
+        return True
+
+    def _lone_pass(self, fill: bool, bound: _DemandBound | None = None) -> float | None:
+        """The contention-free pass; with ``fill`` it also records what :meth:`run` would
+        (step table, bytes per path, each rank's finish), for a run that takes it. With a
+        ``bound`` it stops (returns None) as soon as a step could make a resource hot."""
         cfg = self.cfg
         enter = np.full(self.p, float(cfg.launch_overhead_s))
         lone: dict[tuple, float] = {}
+        steps, moved = [], []
         for k in range(self.n_steps):
             if k in self.barriers:
                 enter[:] = enter.max()
             step = self.schedule.steps[k]
             if not len(step):
                 continue
-            st = _StepState(k, step, self._routing(step), 0, False, self.reduce_Bps, self._regimes,
+            route = self._routing(step)
+            if fill:
+                self.lone_steps += 1
+            if bound is not None and not bound.add(step, route):
+                return None
+            st = _StepState(k, step, route, 0, False, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             r = st.route
             bw = (self.fabric._path_bw[r.sub_path] if r.single
                   else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
                                  for i in range(st.n)]))
-            start = np.maximum(enter[st.src], enter[st.dst]) + cfg.step_overhead_s + r.lat
+            ready = np.maximum(enter[st.src], enter[st.dst])
+            start = ready + cfg.step_overhead_s + r.lat
             if st.extra_s is not None:
                 start = start + st.extra_s
-            arrive = start + _shared_drain(st.src * self.p + st.dst, start, st.charged, bw)
+            arrive = start + _shared_drain(st.src * self.p + st.dst, start, st.charged, bw, r.one_each)
             done = arrive
             if st.any_reduce:
                 done = arrive.copy()
@@ -605,6 +689,18 @@ class FlowSimulator:
             np.maximum.at(nxt, st.src, done)
             np.maximum.at(nxt, st.dst, done)
             enter = nxt
+            if fill:  # kept aside until the pass has finished (a bound may still stop it)
+                steps.append((k, st.n, ready.min(), done.max()))
+                per_sub = np.repeat(st.nbytes / np.maximum(np.diff(r.sub_ptr), 1), np.diff(r.sub_ptr))
+                moved.append(np.bincount(r.sub_path, weights=per_sub))
+        if fill:
+            for k, n, ready_s, end_s in steps:
+                self.step_count[k], self.step_ready_s[k], self.step_end_s[k] = n, ready_s, end_s
+            self._grow_path_bytes()
+            for m in moved:
+                self.path_bytes[:m.size] += m
+            self.finish_s[:] = enter
+            self.cur_step[:] = self.n_steps
         return float(enter.max())
 
     def _lone_bandwidth(self, paths: np.ndarray, cache: dict) -> float:
