@@ -43,31 +43,60 @@ def max_min_rates(pair_flow: np.ndarray, pair_res: np.ndarray, capacity: np.ndar
         return rate
     local, remaining = _local_resources(pair_res, capacity)
     n_res = remaining.size
-    # CSR both ways: a saturated resource's flows, a frozen flow's resources
-    by_res = np.argsort(local, kind="stable")
-    res_ptr = np.concatenate([[0], np.cumsum(np.bincount(local, minlength=n_res))])
+    frozen = np.zeros(n_flows, dtype=bool)
+    live = np.ones(len(pair_flow), dtype=bool)
+    level = 0.0  # the common rate of every unfrozen flow so far
+    # A few plain rounds first (each recounts the live pairs: cheapest when few rates differ) ...
+    for _ in range(_PLAIN_ROUNDS):
+        pf = pair_flow[live]
+        if pf.size == 0:
+            return rate
+        pr = local[live]
+        count = np.bincount(pr, minlength=n_res)
+        busy = count > 0
+        share = np.full(n_res, np.inf)
+        share[busy] = remaining[busy] / count[busy]
+        s = share.min()
+        level += s
+        remaining -= s * count
+        newly = pf[(busy & (share <= s * (1 + _SAT_RTOL)))[pr]]
+        frozen[newly] = True
+        rate[newly] = level
+        live &= ~frozen[pair_flow]
+    # ... then, for the many-rates case (ECMP collisions on a spine), counts kept between rounds
+    pair_flow, local = pair_flow[live], local[live]
+    if not pair_flow.size:
+        return rate
+    by_res = np.argsort(local, kind="stable")  # CSR both ways: a resource's flows, a flow's resources
+    count = np.bincount(local, minlength=n_res).astype(float)  # unfrozen flows on each resource
+    res_ptr = np.concatenate([[0], np.cumsum(count.astype(np.int64))])
     res_flow = pair_flow[by_res]
     by_flow = np.argsort(pair_flow, kind="stable")
     flow_ptr = np.concatenate([[0], np.cumsum(np.bincount(pair_flow, minlength=n_flows))])
     flow_res = local[by_flow]
-    count = np.bincount(local, minlength=n_res).astype(float)  # unfrozen flows on each resource
-    frozen = np.zeros(n_flows, dtype=bool)
-    live = np.flatnonzero(count > 0)  # resources some unfrozen flow still crosses
-    level = 0.0  # the common rate of every unfrozen flow so far
-    while live.size:
-        c = count[live]
-        share = remaining[live] / c
+    slot = np.zeros(n_flows, dtype=np.int64)  # scratch for dropping repeated flows
+    busy = np.flatnonzero(count > 0)  # resources some unfrozen flow still crosses
+    while busy.size:
+        c = count[busy]
+        share = remaining[busy] / c
         s = share.min()
         level += s
-        remaining[live] -= s * c
-        sat = live[share <= s * (1 + _SAT_RTOL)]
+        remaining[busy] -= s * c
+        sat = busy[share <= s * (1 + _SAT_RTOL)]
         flows = res_flow[_rows(res_ptr, sat)]
-        flows = np.unique(flows[~frozen[flows]])
+        flows = flows[~frozen[flows]]
+        at = np.arange(flows.size)
+        slot[flows] = at  # one of a repeated flow's positions is left in its slot: keep that one
+        flows = flows[slot[flows] == at]
         frozen[flows] = True
         rate[flows] = level
         np.subtract.at(count, flow_res[_rows(flow_ptr, flows)], 1.0)
-        live = live[count[live] > 0]
+        busy = busy[count[busy] > 0]
     return rate
+
+
+_PLAIN_ROUNDS = 4
+"""Rounds :func:`max_min_rates` runs by recounting before it builds its indexes."""
 
 
 def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
