@@ -205,8 +205,13 @@ _HOT = 1.0 + 1e-9
 """A resource is hot when its demand exceeds its capacity by more than this factor. A
 resource exactly full (one flow on its own bottleneck, k flows whose bottlenecks add up to the
 link) limits nobody; the margin keeps the rounding of the running demand sums (about 1e-15
-relative; they are recomputed exactly at every max-min recomputation) from making it hot. A
+relative; they are recomputed exactly every ``_RESYNC_EVERY`` recomputations) from making it hot. A
 demand within 1e-9 above capacity lets its flows exceed it by at most that fraction."""
+
+_RESYNC_EVERY = 64
+"""The running demand sums are recomputed exactly at every 64th max-min recomputation (adds
+and subtracts of the same values drift by about 1e-16 of the magnitudes involved, far inside
+the 1e-9 margin of ``_HOT`` over 64 recomputations' worth of changes)."""
 
 _BIG_Bps = 1e30
 """Demand counted for a path with no finite bottleneck (keeps the running sums finite)."""
@@ -237,6 +242,7 @@ class Fabric:
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
         self.pad = len(net.capacity_Bps)
         self.capacity = np.append(net.capacity_Bps, np.inf)
+        self._hot_Bps = self.capacity * _HOT  # demand above which a resource is hot
         # Demand on each resource: the sum of its flows' path bottlenecks (what they would take
         # alone). A resource whose demand fits its capacity never limits anyone ("cold"); only
         # flows crossing a "hot" one need max-min, and only changes on hot ones need it again.
@@ -367,7 +373,7 @@ class Fabric:
         res = mat.ravel()
         np.add.at(self.res_demand, res, np.repeat(np.minimum(self._path_bw[paths], _BIG_Bps), mat.shape[1]))
         self.res_demand[self.pad] = 0.0
-        if not self._need_full and (self.res_demand[res] > self.capacity[res] * _HOT).any():
+        if not self._need_full and (self.res_demand[res] > self._hot_Bps[res]).any():
             self._need_full = True
         slots = self._alloc(paths.size)
         self.s_run[slots] = run_id
@@ -393,7 +399,7 @@ class Fabric:
         d_local = self.s_local[done]
         mat = self._path_mat[self.s_path[done]]
         freed = mat.ravel()
-        if not self._need_full and (self.res_demand[freed] > self.capacity[freed] * _HOT).any():
+        if not self._need_full and (self.res_demand[freed] > self._hot_Bps[freed]).any():
             self._need_full = True  # a hot resource frees capacity: its other flows' rates may rise
         np.subtract.at(self.res_demand, freed,
                        np.repeat(np.minimum(self._path_bw[self.s_path[done]], _BIG_Bps), mat.shape[1]))
@@ -428,11 +434,11 @@ class Fabric:
             rates = max_min_rates(flow[real], mat[real], self.capacity, active.size)
         else:
             rates = self._path_bw[self.s_path[active]]
-            # exact demand again (the running sums have only had adds and subtracts since)
-            self.res_demand = np.bincount(mat.ravel(), np.repeat(np.minimum(rates, _BIG_Bps), mat.shape[1]),
-                                          minlength=self.pad + 1)
-            self.res_demand[self.pad] = 0.0
-            hot_res = self.res_demand > self.capacity * _HOT
+            if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
+                self.res_demand = np.bincount(mat.ravel(), np.repeat(np.minimum(rates, _BIG_Bps), mat.shape[1]),
+                                              minlength=self.pad + 1)
+                self.res_demand[self.pad] = 0.0
+            hot_res = self.res_demand > self._hot_Bps
             on_hot = hot_res[mat]
             hot_flow = np.flatnonzero(on_hot.any(axis=1))
             self._count_updates(hot_flow.size, now)
@@ -500,7 +506,7 @@ class _DemandBound:
                 if t > old:
                     most[key_i] = t
                     self.bound[key_i % self.n_res] += t - old
-        return not (self.bound > fabric.capacity * _HOT).any()
+        return not (self.bound > fabric._hot_Bps).any()
 
 
 class FlowSimulator:
