@@ -84,15 +84,23 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     seen_arrays = None
     used: list[np.ndarray] = []
     red: list[np.ndarray] = []
+    all_reduced = False  # every pair of the current rank arrays already listed as reducing
     for step in schedule.steps:
         if not len(step):
             continue
-        keys = step.src * p + step.dst
         if not (seen_arrays is not None and seen_arrays[0] is step.src and seen_arrays[1] is step.dst):
             seen_arrays = (step.src, step.dst)
-            used.append(np.unique(keys))
-        if step.reduce.any():
-            red.append(np.unique(keys[step.reduce]))
+            used.append(np.unique(step.src * p + step.dst))
+            all_reduced = False
+        if all_reduced or not step.reduce.any():
+            continue
+        if step.reduce.all():  # a ring's reduce-scatter: the arrays' pairs, once
+            red.append(used[-1])
+            all_reduced = True
+        else:
+            red.append(np.unique((step.src * p + step.dst)[step.reduce]))
+        if len(red) > 64:  # bounded memory over thousands of steps
+            red = [np.unique(np.concatenate(red))]
     pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
     reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
     src, dst = np.divmod(pairs, p)

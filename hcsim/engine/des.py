@@ -658,7 +658,7 @@ class FlowSimulator:
         cfg = self.cfg
         enter = np.full(self.p, float(cfg.launch_overhead_s))
         lone: dict[tuple, float] = {}
-        steps, moved = [], []
+        steps, moved = [], np.zeros(0)
         for k in range(self.n_steps):
             if k in self.barriers:
                 enter[:] = enter.max()
@@ -698,13 +698,15 @@ class FlowSimulator:
             if fill:  # kept aside until the pass has finished (a bound may still stop it)
                 steps.append((k, st.n, ready.min(), done.max()))
                 per_sub = np.repeat(st.nbytes / np.maximum(np.diff(r.sub_ptr), 1), np.diff(r.sub_ptr))
-                moved.append(np.bincount(r.sub_path, weights=per_sub))
+                m = np.bincount(r.sub_path, weights=per_sub)
+                if m.size > moved.size:
+                    moved = np.concatenate([moved, np.zeros(m.size - moved.size)])
+                moved[:m.size] += m
         if fill:
             for k, n, ready_s, end_s in steps:
                 self.step_count[k], self.step_ready_s[k], self.step_end_s[k] = n, ready_s, end_s
             self._grow_path_bytes()
-            for m in moved:
-                self.path_bytes[:m.size] += m
+            self.path_bytes[:moved.size] += moved
             self.finish_s[:] = enter
             self.cur_step[:] = self.n_steps
         return float(enter.max())
