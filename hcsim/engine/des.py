@@ -34,14 +34,17 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import simpy
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import MAX_FLOW_UPDATES
 from ..topology.routing import ROUTING_POLICIES
 from .fairshare import max_min_rates
+
+if TYPE_CHECKING:
+    import simpy
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
 _COMPLETE, _ACTIVATE, _CALL = 0, 1, 2
@@ -615,7 +618,10 @@ class FlowSimulator:
             if t is not None:
                 self.contention_free = True
                 return t
-        env = env or simpy.Environment()
+        if env is None:
+            import simpy  # only the event-driven path needs a clock
+
+            env = simpy.Environment()
         proc = env.process(self.process(env))
         env.run(until=proc)
         return proc.value

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR
 from ..units import GB
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,9 @@ class Result:
         The chain of transfers, each gated by the one before, that ends last.
     config : dict
         The resolved parameters the run used.
+    tables : tuple, callable or None
+        The four tables, or a function that makes them: they are built (with pandas) on
+        first access, so a call whose tables nobody reads costs no DataFrames.
     """
 
     collective: str
@@ -41,11 +48,31 @@ class Result:
     ranks: int
     size_bytes: int
     time_s: float
-    steps: pd.DataFrame | None = None
-    transfers: pd.DataFrame | None = None
-    links: pd.DataFrame | None = None
-    critical_path: pd.DataFrame | None = None
     config: dict = field(default_factory=dict)
+    tables: tuple | Callable[[], tuple] | None = field(default=None, repr=False, compare=False)
+
+    def _table(self, i: int):
+        tables = self.tables
+        if callable(tables):
+            tables = tables()
+            object.__setattr__(self, "tables", tables)
+        return None if tables is None else tables[i]
+
+    @property
+    def steps(self) -> pd.DataFrame | None:
+        return self._table(0)
+
+    @property
+    def transfers(self) -> pd.DataFrame | None:
+        return self._table(1)
+
+    @property
+    def links(self) -> pd.DataFrame | None:
+        return self._table(2)
+
+    @property
+    def critical_path(self) -> pd.DataFrame | None:
+        return self._table(3)
 
     @property
     def time_us(self) -> float:
@@ -77,6 +104,8 @@ def link_table(net, path_bytes, time_s: float) -> pd.DataFrame:
     """Per directed link of the compiled topology ``net``: ``src, dst, tier, bandwidth_GBps,
     bytes, utilization``, from the bytes each run sent down each path (``path_bytes``: one
     array per run, indexed by path id) over ``time_s``."""
+    import pandas as pd
+
     nl = net.num_links
     caps = net.capacity_Bps[:nl]
     pad = len(net.capacity_Bps)
@@ -96,6 +125,8 @@ def link_table(net, path_bytes, time_s: float) -> pd.DataFrame:
 
 def tables_from_engine(sim, time_s: float):
     """Build the step, transfer, link and critical-path tables from a finished FlowSimulator."""
+    import pandas as pd
+
     n = sim.n_steps
     reached = sim.step_count > 0
     steps = pd.DataFrame({"step": np.arange(n), "transfers": sim.step_count,
