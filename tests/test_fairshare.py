@@ -71,3 +71,24 @@ def test_counting_rounds_equal_the_plain_progressive_filling_bit_for_bit():
             pr += sorted(res)
         pf, pr = np.array(pf), np.array(pr)
         assert np.array_equal(max_min_rates(pf, pr, caps, n_flows), max_min_rates_reference(pf, pr, caps, n_flows))
+
+
+def test_compiled_kernel_and_numpy_give_the_same_rates_on_large_problems(monkeypatch):
+    """Problems above KERNEL_PAIRS go to the numba kernel when it is installed: its rates must
+    be the numpy form's bit for bit (and the numpy form is always there as the fallback)."""
+    from hcsim.engine import fairshare
+
+    rng = np.random.default_rng(11)
+    cases = []
+    for _ in range(6):
+        n_flows, n_res = int(rng.integers(1500, 4000)), int(rng.integers(50, 900))
+        pf = np.repeat(np.arange(n_flows), 4)
+        pr = rng.integers(0, n_res, pf.size)
+        caps = rng.choice([25e9, 18.3e9, 200e9, 7.5e9], n_res)
+        cases.append((pf, pr, caps, n_flows))
+    compiled = [max_min_rates(*c) for c in cases]
+    monkeypatch.setattr(fairshare, "_KERNEL", False)  # the numpy form
+    for c, got in zip(cases, compiled, strict=True):
+        assert c[0].size >= fairshare.KERNEL_PAIRS
+        assert np.array_equal(got, max_min_rates(*c))
+        assert np.array_equal(got, fairshare.max_min_rates_reference(*c))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 _SAT_RTOL = 1e-12
@@ -42,6 +44,9 @@ def max_min_rates(pair_flow: np.ndarray, pair_res: np.ndarray, capacity: np.ndar
     if n_flows == 0:
         return rate
     local, remaining = _local_resources(pair_res, capacity)
+    if pair_flow.size >= KERNEL_PAIRS and _compiled() is not None:  # same rates, compiled loop
+        return _KERNEL(np.asarray(pair_flow, dtype=np.int64), np.asarray(local, dtype=np.int64),
+                       np.array(remaining, dtype=float), n_flows, _SAT_RTOL)
     n_res = remaining.size
     frozen = np.zeros(n_flows, dtype=bool)
     live = np.ones(len(pair_flow), dtype=bool)
@@ -97,6 +102,28 @@ def max_min_rates(pair_flow: np.ndarray, pair_res: np.ndarray, capacity: np.ndar
 
 _PLAIN_ROUNDS = 4
 """Rounds :func:`max_min_rates` runs by recounting before it builds its indexes."""
+
+KERNEL_PAIRS = 4096
+"""Problems with at least this many (flow, resource) pairs go to the compiled kernel
+(:mod:`hcsim.engine._kernels`) when numba is installed (``pip install hcsim[fast]``); smaller
+ones cost less in numpy than a call into it. Set ``HCSIM_NO_NUMBA=1`` to never use it."""
+
+_KERNEL = None  # None: not looked for yet; False: unavailable
+
+
+def _compiled():
+    """The compiled kernel, or None (no numba, or ``HCSIM_NO_NUMBA`` set); looked up once."""
+    global _KERNEL
+    if _KERNEL is None:
+        _KERNEL = False
+        if not os.environ.get("HCSIM_NO_NUMBA"):
+            try:
+                from ._kernels import max_min_kernel
+            except ImportError:
+                pass
+            else:
+                _KERNEL = max_min_kernel
+    return _KERNEL or None
 
 
 def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
