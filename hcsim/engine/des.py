@@ -386,9 +386,9 @@ class Fabric:
         self.s_rem[slots] = nbytes
         self.s_t0[slots] = now
         self.s_active[slots] = True
-        if self._need_full or self.force_full_recompute:  # rates wait for the full recomputation
+        if self._need_full or self.force_full_recompute:  # rates wait for the max-min recomputation
             self.s_rate[slots] = 0.0
-        else:  # alone on every resource so far: its rate is its path's bottleneck
+        else:  # no hot resource touched: its rate is its path's bottleneck, nobody else changes
             rate = self._path_bw[paths]
             self.s_rate[slots] = rate
             self.s_end[slots] = now + nbytes / rate
