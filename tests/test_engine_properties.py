@@ -220,3 +220,10 @@ def test_engine_equals_a_straightforward_reference(seed, dense):
                                                             record=bool(rng.random() < 0.3)))
     sim.run()
     assert sim.finish_s == pytest.approx(reference(topo, sched, ovh, launch), rel=1e-9, abs=1e-15)
+
+
+def test_contention_free_steps_are_reported_only_when_the_pass_was_the_run():
+    free = hcsim.simulate(single_switch(8, 10e9, 1e-6), "allgather", "1M", "ring", record=False)
+    assert free.config["contention_free_steps"] == 7 and free.config["instants"] == 0
+    busy = hcsim.simulate(single_switch(8, 10e9, 1e-6), "alltoall", "1M", "mesh", record=False)
+    assert busy.config["contention_free_steps"] == 0 and busy.config["instants"] > 0

@@ -546,7 +546,8 @@ class FlowSimulator:
         self.contention_free = False
         """True when :meth:`run` took the contention-free pass (:meth:`never_contended`)."""
         self.lone_steps = 0
-        """Steps the contention-free pass went through (its work: about one instant's each)."""
+        """Steps of the contention-free pass when :meth:`run` took it (its work: about one
+        instant's each); 0 when the run was event-driven."""
         self.id = self.fabric.attach(self)
         self.on_finish = on_finish
         self.schedule = schedule
@@ -618,6 +619,7 @@ class FlowSimulator:
             if t is not None:
                 self.contention_free = True
                 return t
+            self.lone_steps = 0  # the pass stopped early: the event-driven run below is the run
         if env is None:
             import simpy  # only the event-driven path needs a clock
 
