@@ -43,6 +43,8 @@ def main(argv=None):
     ap.add_argument("--pod-servers", default="64,128,256",
                     help="A2 PoD sizes for the pod allreduce cases (comma-separated; '' for none)")
     ap.add_argument("--big", action="store_true", help="also the 2,048-server (16,384-NPU) PoD")
+    ap.add_argument("--select", action="store_true",
+                    help="also hcsim.select on the 64-server PoD, alltoall 8K..4G (minutes; goal 60 s)")
     args = ap.parse_args(argv)
     print(f"ring allreduce {SIZE}, hcsim {hcsim.__version__}, python {sys.version.split()[0]}")
     print(f"{'case':<44} {'wall_s':>9} {'peak_MB':>9} {'sim_us':>14} {'closed_form_us':>14} {'instants':>9}")
@@ -59,6 +61,12 @@ def main(argv=None):
         run(f"atlas900-a2-pod {n} servers ({8 * n} NPUs), auto", topo, "auto", closed_form=False,
             max_transfers=1 << 40, max_flow_updates=1 << 40)
         print(f"{'':<44} (+ {built:.2f} s to build the topology; the case's time is the simulate call)")
+    if args.select:
+        topo = load_topology("atlas900-a2-pod", servers=64)
+        t0 = time.perf_counter()
+        df = hcsim.select(topo, "alltoall", sizes=("8K", "4G"))
+        print(f"select atlas900-a2-pod 64 servers, alltoall 8K..4G: {time.perf_counter() - t0:.1f} s, "
+              f"{len(df)} sizes, peak {peak_rss_MB():.0f} MB", flush=True)
 
 
 if __name__ == "__main__":
