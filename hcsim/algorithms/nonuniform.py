@@ -32,10 +32,12 @@ import numpy as np
 from .cost import AlphaBetaGamma, log2_ceil
 from .registry import AlgorithmSpec, register
 from .schedule import (
+    PER_RANK_BLOCKS,
     ChunkSpace,
     CollectiveArgs,
     Schedule,
     block_bytes,
+    data_bytes,
     make_message_step,
     make_step,
     merge_messages,
@@ -164,6 +166,8 @@ def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma, kind: str = "nhr") -> 
 
 
 def _binomial_time(p: int, args: CollectiveArgs, sign: int, m: AlphaBetaGamma) -> float:
+    if p <= _SMALL_P and args.collective in PER_RANK_BLOCKS:
+        return _binomial_time_small(p, args, sign, m)
     by_distance = block_bytes(args)[(args.root + sign * np.arange(p)) % p].astype(float)
     g = np.zeros(p)
     for s in reversed(range(log2_ceil(p))):
@@ -174,6 +178,30 @@ def _binomial_time(p: int, args: CollectiveArgs, sign: int, m: AlphaBetaGamma) -
         volume = padded.reshape(-1, 2 * half).sum(axis=0)[half:half + senders]
         d = np.arange(senders)
         g[d] = m.alpha_s + volume * m.beta_s_per_B + np.maximum(g[d], g[d + half])
+    return float(g[0])
+
+
+_SMALL_P = 64
+"""Up to this many ranks :func:`_binomial_time` runs as plain Python (the same additions in
+the same order as the numpy form, so the same result; a sweep prices hundreds of sizes)."""
+
+
+def _binomial_time_small(p: int, args: CollectiveArgs, sign: int, m: AlphaBetaGamma) -> float:
+    base, extra = divmod(int(data_bytes(args)), p)  # block r holds base (+1 for r < extra) bytes (split_bytes)
+    root = args.root
+    by_distance = [float(base + (1 if (root + sign * x) % p < extra else 0)) for x in range(p)]
+    g = [0.0] * p
+    alpha, beta = m.alpha_s, m.beta_s_per_B
+    for s in reversed(range(log2_ceil(p))):
+        half = 1 << s
+        width = 2 * half
+        rows = -(-p // width)
+        for d in range(min(half, p - half)):
+            volume = 0.0
+            for r in range(rows):  # the numpy form sums the padded rows in order: 0.0 + ...
+                x = r * width + half + d
+                volume += by_distance[x] if x < p else 0.0
+            g[d] = alpha + volume * beta + max(g[d], g[d + half])
     return float(g[0])
 
 

@@ -54,6 +54,8 @@ def cost_alltoallv(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     other matrix is an upper bound of it.
     """
     p = args.p
+    if p <= 64:  # plain Python: the same operations per element as the numpy form below
+        return _alltoallv_small(p, args.send_matrix, m.alpha_s, m.beta_s_per_B)
     sizes = np.asarray(args.send_matrix, dtype=np.int64)
     i = np.arange(p)
     enter = np.zeros(p)
@@ -62,6 +64,14 @@ def cost_alltoallv(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
         end = np.maximum(enter, enter[to]) + (m.alpha_s + sizes[i, to] * m.beta_s_per_B)
         enter = np.maximum(end, end[(i - k) % p])
     return float(enter.max())
+
+
+def _alltoallv_small(p: int, matrix, alpha: float, beta: float) -> float:
+    enter = [0.0] * p
+    for k in range(1, p):
+        end = [max(enter[i], enter[(i + k) % p]) + (alpha + float(matrix[i][(i + k) % p]) * beta) for i in range(p)]
+        enter = [max(end[i], end[(i - k) % p]) for i in range(p)]
+    return float(max(enter))
 
 
 register(AlgorithmSpec("pairwise", "alltoall", _pairwise, cost_alltoall,

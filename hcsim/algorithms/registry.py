@@ -117,7 +117,7 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
                                 f"a {p} x {p} matrix of byte counts >= 0 (row i: what rank i sends)")
             if sizes.sum() <= 0:
                 raise bad_value("send_matrix", "all zeros", "at least one byte to send")
-        matrix = tuple(tuple(int(x) for x in row) for row in sizes)
+        matrix = tuple(map(tuple, sizes.tolist()))  # Python ints
         nbytes = -(-int(sizes.sum()) // p)  # the mean send buffer, the size bandwidth is reported for
     elif send_matrix is not None:
         raise bad_value("send_matrix", "given", "only alltoallv takes a send matrix")
