@@ -64,6 +64,8 @@ def mutated(tmp_path, sample: Path, old: str, new: str) -> Path:
     (HCCL_TEST, "764.55", "abc", ["line 7, column 2 (aveg_time(us)) = 'abc'", "finite number > 0"]),
     (HCCL_TEST, "764.55", "0", ["line 7, column 2", "= '0'"]),
     (HCCL_TEST, "764.55", "0.000", ["line 7, column 2", "= '0.000'"]),
+    # subnormal: > 0, but predicted / measured overflows (found by the mutated-file property test)
+    (HCCL_TEST, "764.55", "2.2250738585e-313", ["line 7, column 2", "at least 1e-06"]),
     (HCCL_TEST, "764.55", "-764.55", ["line 7, column 2", "= '-764.55'"]),
     (HCCL_TEST, "764.55", "nan", ["line 7, column 2", "= 'nan'"]),
     (HCCL_TEST, "764.55", "inf", ["line 7, column 2", "= 'inf'"]),
@@ -240,6 +242,7 @@ def frame(**columns):
     (frame().iloc[:0], ["measured: no points to"]),
     (pd.concat([frame(), frame()[["time_us"]]], axis=1), ["the columns time_us appear twice"]),
     (frame(time_us=[500.0, 0.0]), ["measured.iloc[1].time_us = 0.0"]),
+    (frame(time_us=[500.0, 2.2250738585e-313]), ["measured.iloc[1].time_us", "at least 1e-06"]),
     (frame(time_us=[500.0, float("nan")]), ["measured.iloc[1].time_us = nan"]),
     (frame(time_us=["500", "90"]), ["measured.iloc[0].time_us = '500'"]),
     (frame(size_bytes=[1.5, 8]), ["measured.iloc[0].size_bytes = 1.5"]),

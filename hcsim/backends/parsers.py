@@ -43,7 +43,10 @@ COLUMNS = ["collective", "algorithm", "mode", "ranks", "size_bytes", "time_us", 
 
 
 SIZE_ALLOWED = f"a whole number of bytes, 0 to {MAX_SIZE_BYTES} (1 PiB), in ASCII digits"
-TIME_ALLOWED = "a time in microseconds, a finite number > 0"
+MIN_TIME_US = 1e-6
+"""Shortest measured time taken (1 ps): anything below is no measurement, and a subnormal time
+would make predicted / measured overflow."""
+TIME_ALLOWED = f"a time in microseconds, a finite number > 0 (at least {MIN_TIME_US:g}, 1 ps)"
 RANKS_ALLOWED = f"a whole number of ranks from 2 to {MAX_CALL_RANKS} (hcsim.limits.MAX_CALL_RANKS)"
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -103,7 +106,7 @@ def _size(cell: str, where: str) -> int:
 def _time(cell: str, where: str) -> float:
     """A time cell in microseconds: finite and > 0 (ASCII: float() would take 'nan', '1_0' and '١')."""
     t = float(cell) if _NUMBER.fullmatch(cell) else math.nan
-    if not (math.isfinite(t) and t > 0):
+    if not (math.isfinite(t) and t >= MIN_TIME_US):
         raise bad_value(where, cell, TIME_ALLOWED)
     return t
 
@@ -553,7 +556,7 @@ def check_measured(measured, purpose: str = "validate") -> pd.DataFrame:
             raise unknown_name(f"measured.iloc[{i}].collective", coll, COLLECTIVES)
         if not whole(size, 1, MAX_SIZE_BYTES):
             raise bad_value(f"measured.iloc[{i}].size_bytes", size, f"a whole number of bytes, 1 to {MAX_SIZE_BYTES}")
-        if not (number(time_us) and math.isfinite(time_us) and time_us > 0):
+        if not (number(time_us) and math.isfinite(time_us) and time_us >= MIN_TIME_US):
             raise bad_value(f"measured.iloc[{i}].time_us", time_us, TIME_ALLOWED)
         if not (k is None or k is pd.NA or (number(k) and math.isnan(k)) or whole(k, 2, MAX_CALL_RANKS)):
             raise bad_value(f"measured.iloc[{i}].ranks", k, RANKS_ALLOWED + ", or NaN (the topology's)")
