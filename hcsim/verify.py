@@ -21,6 +21,8 @@ from .algorithms.schedule import (
     Schedule,
     check_structure,
     data_bytes,
+    message_key,
+    sum_by_message,
 )
 from .errors import ScheduleError
 
@@ -105,17 +107,14 @@ def initial_and_expected(schedule: Schedule):
 def _message_chunks(step, k: int, p: int):
     """A message step's chunk-level view, after checking that its messages are one per
     (src, dst, reduce) and carry exactly the bytes of their chunks."""
-    msg = (step.src * p + step.dst) * 2 + step.reduce
+    msg = message_key(step, p)
     keys, counts = np.unique(msg, return_counts=True)
     if (counts > 1).any():
         i = int(np.argmax(msg == keys[np.argmax(counts > 1)]))
         raise ScheduleError(f"step {k} message {i}: rank {int(step.src[i])}->{int(step.dst[i])} appears twice "
                             "(a message step holds one transfer per pair and reduce flag)")
     chunks = step.chunks()
-    ck = (chunks.src * p + chunks.dst) * 2 + chunks.reduce
-    ckeys, inverse = np.unique(ck, return_inverse=True)
-    sums = np.zeros(len(ckeys), dtype=np.int64)
-    np.add.at(sums, inverse, chunks.nbytes)
+    ckeys, _, sums = sum_by_message(chunks, p)
     order = np.argsort(msg)
     if len(ckeys) != len(keys) or (ckeys != keys).any() or (sums != step.nbytes[order]).any():
         raise ScheduleError(f"step {k}: its messages do not carry the bytes of their chunk transfers")

@@ -48,7 +48,9 @@ from .schedule import (
     make_message_step,
     make_step,
     merge_messages,
+    message_key,
     split_bytes,
+    sum_by_message,
 )
 
 SOURCE = "hicann/hccl docs coll_algo_intro (levels); hcomm coll_*_mesh_executor.cc; FACTS.md s1"
@@ -107,11 +109,8 @@ class _MessagePart:
         chunks = self.step.chunks()  # exact: every chunk's bytes, summed per message
         prefix = np.concatenate([[0], np.cumsum(per_sub)])
         q = len(self.members)
-        key = (chunks.src * q + chunks.dst) * 2 + chunks.reduce
-        keys, inverse = np.unique(key, return_inverse=True)
-        sums = np.zeros(len(keys), dtype=np.int64)
-        np.add.at(sums, inverse, prefix[chunks.chunk_hi] - prefix[chunks.chunk_lo])
-        return sums[np.searchsorted(keys, (self.step.src * q + self.step.dst) * 2 + self.step.reduce)]
+        keys, _, sums = sum_by_message(chunks, q, prefix[chunks.chunk_hi] - prefix[chunks.chunk_lo])
+        return sums[np.searchsorted(keys, message_key(self.step, q))]
 
     def chunk_part(self) -> tuple:
         """The chunk-level part ``(src, dst, chunk_lo, chunk_hi, reduce)``."""
@@ -296,8 +295,7 @@ def assemble(phases, space: ChunkSpace, p: int) -> list:
                     red.append(x[4])
             step = make_message_step(np.concatenate(src), np.concatenate(dst), np.concatenate(nbytes),
                                      np.concatenate(red), lambda parts=parts: _chunk_step(parts, space))
-            key = (step.src * p + step.dst) * 2 + step.reduce
-            if len(np.unique(key)) != len(key):  # parts that share a pair: merge them from the chunks
+            if len(np.unique(message_key(step, p))) != len(step):  # parts that share a pair: merge them from the chunks
                 step = merge_messages(step.chunks(), p)
             steps.append(step)
     return steps

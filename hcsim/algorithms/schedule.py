@@ -162,17 +162,28 @@ def make_message_step(src, dst, nbytes, reduce, expand: Callable[[], Step]) -> S
     return Step(step.src, step.dst, step.nbytes, step.reduce, None, None, expand)
 
 
+def message_key(step: Step, p: int) -> np.ndarray:
+    """One integer per transfer naming its message: (src, dst, reduce) on ``p`` ranks."""
+    return (step.src * p + step.dst) * 2 + step.reduce
+
+
+def sum_by_message(step: Step, p: int, weights=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(keys, first, sums)``: the distinct :func:`message_key` values (sorted), the first
+    transfer of each, and ``weights`` (default: the bytes) summed per message."""
+    keys, first, inverse = np.unique(message_key(step, p), return_index=True, return_inverse=True)
+    sums = np.zeros(len(keys), dtype=np.int64)
+    np.add.at(sums, inverse, step.nbytes if weights is None else weights)
+    return keys, first, sums
+
+
 def merge_messages(step: Step, p: int) -> Step:
     """``step`` as one message per (src, dst, reduce), in first-appearance order; the step
     itself when its pairs are already distinct. The chunk-level view is ``step``."""
     if step.is_message or len(step) < 2:
         return step
-    key = (step.src * p + step.dst) * 2 + step.reduce
-    keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    if len(keys) == len(key):
+    keys, first, nbytes = sum_by_message(step, p)
+    if len(keys) == len(step):
         return step
-    nbytes = np.zeros(len(keys), dtype=np.int64)
-    np.add.at(nbytes, inverse, step.nbytes)
     order = np.argsort(first, kind="stable")
     return make_message_step(step.src[first[order]], step.dst[first[order]], nbytes[order],
                              step.reduce[first[order]], lambda: step)

@@ -42,10 +42,10 @@ from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import MAX_FLOW_UPDATES
 from ..topology.routing import ROUTING_POLICIES
 from .fairshare import max_min_rates
+from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
 if TYPE_CHECKING:
     import simpy
-from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
 _COMPLETE, _ACTIVATE, _CALL = 0, 1, 2
 
@@ -374,7 +374,7 @@ class Fabric:
         over path ``paths[i]``."""
         mat = self._path_mat[paths]
         res = mat.ravel()
-        np.add.at(self.res_demand, res, np.repeat(np.minimum(self._path_bw[paths], _BIG_Bps), mat.shape[1]))
+        np.add.at(self.res_demand, res, self._demand(paths, mat.shape[1]))
         self.res_demand[self.pad] = 0.0
         if not self._need_full and (self.res_demand[res] > self._hot_Bps[res]).any():
             self._need_full = True
@@ -404,8 +404,7 @@ class Fabric:
         freed = mat.ravel()
         if not self._need_full and (self.res_demand[freed] > self._hot_Bps[freed]).any():
             self._need_full = True  # a hot resource frees capacity: its other flows' rates may rise
-        np.subtract.at(self.res_demand, freed,
-                       np.repeat(np.minimum(self._path_bw[self.s_path[done]], _BIG_Bps), mat.shape[1]))
+        np.subtract.at(self.res_demand, freed, self._demand(self.s_path[done], mat.shape[1]))
         self.res_demand[self.pad] = 0.0
         self.s_end[done] = np.inf
         self.s_active[done] = False
@@ -438,7 +437,7 @@ class Fabric:
         else:
             rates = self._path_bw[self.s_path[active]]
             if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
-                self.res_demand = np.bincount(mat.ravel(), np.repeat(np.minimum(rates, _BIG_Bps), mat.shape[1]),
+                self.res_demand = np.bincount(mat.ravel(), self._demand(self.s_path[active], mat.shape[1]),
                                               minlength=self.pad + 1)
                 self.res_demand[self.pad] = 0.0
             hot_res = self.res_demand > self._hot_Bps
@@ -465,6 +464,11 @@ class Fabric:
             self.s_rate[changed] = new
             self.s_end[changed] = now + rem / new
         self._need_full = False
+
+    def _demand(self, paths: np.ndarray, width: int) -> np.ndarray:
+        """What flows on ``paths`` ask of each resource on them (their path's bottleneck), one
+        entry per cell of their ``width``-wide path-matrix rows."""
+        return np.repeat(np.minimum(self._path_bw[paths], _BIG_Bps), width)
 
     def _count_updates(self, n: int, now: float):
         self.flow_updates += n
@@ -495,7 +499,7 @@ class _DemandBound:
         src = np.repeat(step.src, np.diff(r.sub_ptr))
         mat = fabric._path_mat[r.sub_path]
         key = (src[:, None] * self.n_res + mat).ravel()
-        w = np.repeat(np.minimum(fabric._path_bw[r.sub_path], _BIG_Bps), mat.shape[1])
+        w = fabric._demand(r.sub_path, mat.shape[1])
         real = mat.ravel() != self.sim.pad
         uk, inv = np.unique(key[real], return_inverse=True)
         total = np.bincount(inv, weights=w[real], minlength=uk.size)
@@ -619,7 +623,6 @@ class FlowSimulator:
             if t is not None:
                 self.contention_free = True
                 return t
-            self.lone_steps = 0  # the pass stopped early: the event-driven run below is the run
         if env is None:
             import simpy  # only the event-driven path needs a clock
 
@@ -674,8 +677,6 @@ class FlowSimulator:
             if not len(step):
                 continue
             route = self._routing(step)
-            if fill:
-                self.lone_steps += 1
             if bound is not None and not bound.add(step, route):
                 return None
             st = _StepState(k, step, route, 0, False, self.reduce_Bps, self._regimes,
@@ -711,6 +712,7 @@ class FlowSimulator:
                     moved = np.concatenate([moved, np.zeros(m.size - moved.size)])
                 moved[:m.size] += m
         if fill:
+            self.lone_steps = len(steps)
             for k, n, ready_s, end_s in steps:
                 self.step_count[k], self.step_ready_s[k], self.step_end_s[k] = n, ready_s, end_s
             self._grow_path_bytes()
