@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import import_module
 
-from .errors import HcsimError
-from .limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+from ..errors import HcsimError
+from ..limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+
+SUBCOMMAND_MODULES = ()
+"""Modules of ``hcsim.cli`` that each add one subcommand: ``register(subparsers)`` adds its parser
+and sets ``handler`` (a function of the parsed arguments returning the exit status)."""
 
 
 def _ranks(text):
@@ -202,14 +207,16 @@ def _parser() -> argparse.ArgumentParser:
 
     al = sub.add_parser("algos", help="list algorithms per collective")
     al.add_argument("--op", default=None, help="only this collective")
+    for name in SUBCOMMAND_MODULES:  # one small module per newer subcommand: register(sub) sets its handler
+        import_module(f"{__name__}.{name}").register(sub)
     return ap
 
 
 def _cmd_sweep(a) -> int:
-    from .algorithms.registry import algorithms_for, check_collective
-    from .api import sweep
-    from .hccl.selection import candidates
-    from .report import format_sweep
+    from ..algorithms.registry import algorithms_for, check_collective
+    from ..api import sweep
+    from ..hccl.selection import candidates
+    from ..report import format_sweep
 
     check_collective(a.op)
     _writable(a.csv, "--csv")
@@ -235,7 +242,7 @@ def _cmd_sweep(a) -> int:
         df.to_csv(a.csv, index=False)
         print(f"# rows written to {a.csv}")
     if a.plot:
-        from .plot import plot_sweep
+        from ..plot import plot_sweep
 
         path = plot_sweep(df, a.plot, a.metric)
         print(f"# plot written to {path}")
@@ -243,24 +250,24 @@ def _cmd_sweep(a) -> int:
 
 
 def _topology(a):
-    from .topology.io import load_topology
+    from ..topology.io import load_topology
 
     servers = getattr(a, "servers", None)
     return load_topology(a.topology) if servers is None else load_topology(a.topology, servers=servers)
 
 
 def _servers(topo):
-    from .api import rank_layout
+    from ..api import rank_layout
 
     return rank_layout(topo, topo.npus)[0]
 
 
 def _cmd_select(a) -> int:
-    from .algorithms.registry import check_collective
-    from .hccl.selection import HcclConfig
-    from .report import format_select
-    from .study import select
-    from .units import parse_size
+    from ..algorithms.registry import check_collective
+    from ..hccl.selection import HcclConfig
+    from ..report import format_select
+    from ..study import select
+    from ..units import parse_size
 
     check_collective(a.op)
     _writable(a.csv, "--csv")
@@ -277,14 +284,14 @@ def _cmd_select(a) -> int:
         df.to_csv(a.csv, index=False)
         print(f"# rows written to {a.csv}")
     if a.plot:
-        from .plot import plot_select
+        from ..plot import plot_select
 
         print(f"# plot written to {plot_select(df, a.plot, a.metric)}")
     return 0
 
 
 def _cmd_hccl_test(a) -> int:
-    from .hccl.hccl_test import run_hccl_test
+    from ..hccl.hccl_test import run_hccl_test
 
     print(run_hccl_test(a.binary, npus=a.npus, servers=a.servers, minbytes=a.minbytes, maxbytes=a.maxbytes,
                         factor=a.stepfactor, dtype=a.datatype, op=a.op, root=a.root, topology=a.topology,
@@ -293,15 +300,15 @@ def _cmd_hccl_test(a) -> int:
 
 
 def _cmd_validate(a) -> int:
-    from .backends import load_measured
-    from .units import parse_size
-    from .validate import fastest_line, format_validation, validate_measured
+    from ..backends import load_measured
+    from ..units import parse_size
+    from ..validate import fastest_line, format_validation, validate_measured
 
     _writable(a.csv, "--csv")
     _writable(a.plot, "--plot")
     _writable(a.save_topology, "--save-topology")
     if a.backend is not None:
-        from .validate import validate_mpi
+        from ..validate import validate_mpi
 
         if a.backend in ("hccl", "nccl"):
             return _validate_on_hardware(a)
@@ -320,7 +327,7 @@ def _cmd_validate(a) -> int:
         print(f"# point-to-point fit: {_fit_summary(at['fit'])}")
         _warn_noisy(at["fit"])
         if a.save_topology:
-            from .topology.io import save_topology
+            from ..topology.io import save_topology
             print(f"# calibrated topology written to {save_topology(at['calibrated'], a.save_topology)}")
         _validation_outputs(df, a)
         return 0
@@ -340,10 +347,10 @@ def _validate_on_hardware(a) -> int:
     ``--topology`` with the same algorithm."""
     import pandas as pd
 
-    from .backends import get_backend
-    from .backends.nccl import HCSIM_EQUIVALENT
-    from .units import parse_size
-    from .validate import error_summary, format_validation, validate_measured
+    from ..backends import get_backend
+    from ..backends.nccl import HCSIM_EQUIVALENT
+    from ..units import parse_size
+    from ..validate import error_summary, format_validation, validate_measured
 
     backend = get_backend(a.backend)
     why = backend.available()
@@ -371,28 +378,28 @@ def _validation_outputs(df, a) -> None:
         df.to_csv(a.csv, index=False)
         print(f"# rows written to {a.csv}")
     if a.plot:
-        from .plot import plot_validation
+        from ..plot import plot_validation
 
         print(f"# plot written to {plot_validation(df, a.plot)}")
 
 
 def _cmd_measure(a) -> int:
-    from .algorithms.registry import check_collective
-    from .backends import get_backend
-    from .report import format_sweep
-    from .units import size_range
+    from ..algorithms.registry import check_collective
+    from ..backends import get_backend
+    from ..report import format_sweep
+    from ..units import size_range
 
     _writable(a.csv, "--csv")
     check_collective(a.op)
     sizes = size_range(a.minbytes, a.maxbytes, a.stepfactor)
     if a.backend == "mpi":
-        from .backends.mpi import MpiBackend, available
+        from ..backends.mpi import MpiBackend, available
 
         why = available()
         if why:
             print(f"backend mpi skipped: {why}")
             return 0
-        from .testbed import Testbed, parse_testbed
+        from ..testbed import Testbed, parse_testbed
 
         spec = parse_testbed(a.testbed)
         backend = MpiBackend(None)
@@ -417,7 +424,7 @@ def _cmd_measure(a) -> int:
 
 
 def _cmd_testbed(a) -> int:
-    from .testbed import Testbed, cleanup_stale, parse_testbed
+    from ..testbed import Testbed, cleanup_stale, parse_testbed
 
     if a.testbed_command == "cleanup":
         removed = cleanup_stale()
@@ -425,12 +432,12 @@ def _cmd_testbed(a) -> int:
         return 0
     spec = parse_testbed(a.testbed)
     if a.testbed_command == "show":
-        from .topology.summary import format_summary, summarize
+        from ..topology.summary import format_summary, summarize
 
         with_tb = Testbed(spec)
         print(format_summary(summarize(with_tb.topology())))
         return 0
-    from .testbed.netns import check_testbed
+    from ..testbed.netns import check_testbed
 
     with Testbed(spec) as tb:
         rows = check_testbed(tb)
@@ -466,7 +473,7 @@ def _fit_summary(fit: dict) -> str:
 
 
 def _warn_noisy(fit: dict) -> None:
-    from .backends.mpi import noisy_probes
+    from ..backends.mpi import noisy_probes
 
     warning = noisy_probes(fit)
     if warning:
@@ -474,21 +481,21 @@ def _warn_noisy(fit: dict) -> None:
 
 
 def _cmd_calibrate(a) -> int:
-    from .backends import load_measured
-    from .calibrate import calibrate
-    from .topology.io import save_topology
+    from ..backends import load_measured
+    from ..calibrate import calibrate
+    from ..topology.io import save_topology
 
     _writable(a.out, "--out")
     if a.backend is not None:
         if a.backend != "mpi":
             raise HcsimError(f"--backend = {a.backend!r}: allowed: mpi (point-to-point probes on a testbed)")
-        from .backends.mpi import (
+        from ..backends.mpi import (
             calibrated_topology,
             check_iterations,
             check_rounds,
             fit_point_to_point,
         )
-        from .testbed import Testbed, parse_testbed
+        from ..testbed import Testbed, parse_testbed
 
         spec = parse_testbed(a.testbed)
         check_rounds(a.rounds)  # before the testbed is up
@@ -515,8 +522,8 @@ def _cmd_calibrate(a) -> int:
 
 
 def _cmd_topo(a) -> int:
-    from .topology.io import builtin_names, load_topology
-    from .topology.summary import format_summary, summarize
+    from ..topology.io import builtin_names, load_topology
+    from ..topology.summary import format_summary, summarize
 
     if a.topo_command == "list":
         for name in builtin_names():
@@ -527,14 +534,14 @@ def _cmd_topo(a) -> int:
     topo = _topology(a)
     print(format_summary(summarize(topo)))
     if a.draw:
-        from .plot import draw_topology
+        from ..plot import draw_topology
 
         print(f"drawing written to {draw_topology(topo, a.draw)}")
     return 0
 
 
 def _cmd_algos(a) -> int:
-    from .algorithms.registry import REGISTRY, check_collective
+    from ..algorithms.registry import REGISTRY, check_collective
 
     colls = [check_collective(a.op)] if a.op else list(REGISTRY)
     for coll in colls:
@@ -547,9 +554,9 @@ def _cmd_algos(a) -> int:
 
 
 def _cmd_run(a) -> int:
-    from .scenario import load_scenario
-    from .workload import run
-    from .workload.trace import GROUPS
+    from ..scenario import load_scenario
+    from ..workload import run
+    from ..workload.trace import GROUPS
 
     _writable(a.trace, "--trace")
     _writable(a.plot, "--plot")
@@ -565,11 +572,11 @@ def _cmd_run(a) -> int:
         result.ops.to_csv(a.csv, index=False)
         print(f"# rows written to {a.csv}")
     if a.trace:
-        from .workload.trace import write_chrome_trace
+        from ..workload.trace import write_chrome_trace
 
         print(f"# trace written to {write_chrome_trace(result, a.trace, a.trace_group, sc.topology)}")
     if a.plot:
-        from .plot_timeline import plot_timeline
+        from ..plot_timeline import plot_timeline
 
         print(f"# timeline written to {plot_timeline(result, a.plot, title=sc.name)}")
     return 0
@@ -600,7 +607,7 @@ def _table(head, rows) -> list[str]:
 def _format_job(sc, result, max_rows: int) -> str:
     """The step time, the profiler's summary (mean, min, max over ranks, per rank when few),
     the operations (first start, last end over their ranks) and the busiest links."""
-    from .workload.metrics import COLUMNS, totals
+    from ..workload.metrics import COLUMNS, totals
 
     ops = result.op_times()
     ranks = result.ops["rank"].nunique()
@@ -652,10 +659,10 @@ def _main(argv) -> int:
     except SystemExit as exc:  # --help, or a usage error already printed as one line
         return int(exc.code or 0)
     try:
-        handler = {"sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
-                   "hccl-test": _cmd_hccl_test, "validate": _cmd_validate,
-                   "calibrate": _cmd_calibrate, "measure": _cmd_measure,
-                   "testbed": _cmd_testbed, "run": _cmd_run}[args.command]
+        handler = getattr(args, "handler", None) or {
+            "sweep": _cmd_sweep, "topo": _cmd_topo, "algos": _cmd_algos, "select": _cmd_select,
+            "hccl-test": _cmd_hccl_test, "validate": _cmd_validate, "calibrate": _cmd_calibrate,
+            "measure": _cmd_measure, "testbed": _cmd_testbed, "run": _cmd_run}[args.command]
         return handler(args)
     except HcsimError as exc:
         print(f"hcsim: error: {exc}", file=sys.stderr)
