@@ -76,7 +76,8 @@ OP_KINDS = ("compute", "collective", "send", "record", "wait")
 MODES = ("des",)
 """``options.mode``: jobs run event-driven (a job's overlap and contention have no closed form)."""
 
-_TOP_KEYS = {"name", "description", "topology", "servers", "layout", "model", "workload", "options", "report"}
+_TOP_KEYS = {"name", "description", "topology", "servers", "layout", "model", "workload", "options", "report",
+             "plan", "whatif"}
 _LAYOUT_KEYS = {*LAYOUT_AXES, "order"}
 _CONTEXT = {"topology", "layout", "model", "name", "compute_time"}
 """Generator arguments a scenario fills itself (not ``params``)."""
@@ -118,6 +119,12 @@ class Scenario:
         ``speed``, work bounds).
     report : tuple of str
         Tables the CLI prints (:data:`REPORT_TABLES`).
+    plan : dict
+        The file's ``plan:`` section as written (a search space and questions), checked by
+        :func:`hcsim.plan.plan` when it is used; empty when absent.
+    whatif : tuple
+        The file's ``whatif:`` perturbations as written, checked by :mod:`hcsim.whatif` when
+        they are used; empty when absent.
     """
 
     name: str
@@ -131,6 +138,8 @@ class Scenario:
     params: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
     report: tuple = ("summary", "ops")
+    plan: dict = field(default_factory=dict)
+    whatif: tuple = ()
 
 
 def load_scenario(source, *, servers: int | None = None, overrides: dict | None = None) -> Scenario:
@@ -271,7 +280,10 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
             if doc.get(key) is not None:
                 raise ConfigError(f"{key}: only used by a generator workload (this one lists its ops)")
         workload, gen, params = _explicit(workload_doc, name, topo.num_npus), None, {}
-    return Scenario(name, description, where, topo, workload, layout, model, gen, params, options, report)
+    plan = dict(_mapping("plan", doc.get("plan")))
+    whatif = tuple(_sequence("whatif", doc["whatif"])) if doc.get("whatif") is not None else ()
+    return Scenario(name, description, where, topo, workload, layout, model, gen, params, options, report, plan,
+                    whatif)
 
 
 def _topology(value, base: Path, servers):
