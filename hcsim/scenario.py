@@ -123,8 +123,8 @@ class Scenario:
         The file's ``plan:`` section as written (a search space and questions), checked by
         :func:`hcsim.plan.plan` when it is used; empty when absent.
     whatif : tuple
-        The file's ``whatif:`` perturbations as written, checked by :mod:`hcsim.whatif` when
-        they are used; empty when absent.
+        The file's ``whatif:`` perturbations as written (their form checked on loading, their
+        node names and ranks by :func:`hcsim.whatif.perturb` when applied); empty when absent.
     """
 
     name: str
@@ -282,6 +282,11 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
         workload, gen, params = _explicit(workload_doc, name, topo.num_npus), None, {}
     plan = dict(_mapping("plan", doc.get("plan")))
     whatif = tuple(_sequence("whatif", doc["whatif"])) if doc.get("whatif") is not None else ()
+    if whatif:
+        from .whatif import parse_perturbation
+
+        for i, item in enumerate(whatif):  # the form now; names against the topology when applied
+            parse_perturbation(item, f"whatif[{i}]")
     return Scenario(name, description, where, topo, workload, layout, model, gen, params, options, report, plan,
                     whatif)
 

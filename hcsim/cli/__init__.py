@@ -13,7 +13,7 @@ from importlib import import_module
 from ..errors import HcsimError
 from ..limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
 
-SUBCOMMAND_MODULES = ()
+SUBCOMMAND_MODULES = ("whatif",)
 """Modules of ``hcsim.cli`` that each add one subcommand: ``register(subparsers)`` adds its parser
 and sets ``handler`` (a function of the parsed arguments returning the exit status)."""
 

@@ -38,7 +38,7 @@ _KIND = {Compute: "compute", Collective: "collective", SendRecv: "sendrecv", Rec
 
 
 def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int = 0,
-        hccl: HcclConfig | None = None, speed=None, max_transfers: int = MAX_DES_TRANSFERS,
+        hccl: HcclConfig | None = None, speed=None, start_s=None, max_transfers: int = MAX_DES_TRANSFERS,
         max_flow_updates: int = MAX_FLOW_UPDATES) -> JobResult:
     """Play ``workload`` (one training step, say) on ``topology``'s network.
 
@@ -54,6 +54,9 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
     speed : dict, optional
         ``{rank: factor}``: a rank's compute runs ``factor`` times as fast (0.5: a slow NPU
         takes twice as long); 1 for ranks not listed.
+    start_s : dict, optional
+        ``{rank: seconds}``: a rank starts its work this late (a straggler that joins the step
+        late); 0 for ranks not listed. Its peers wait for it inside the collectives it is in.
     max_transfers : int
         Work bound: the transfers of every collective together (refused before running).
     max_flow_updates : int
@@ -95,7 +98,7 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
     if hccl is None and topo.product is not None:
         hccl = HcclConfig()
     return _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
-                max_flow_updates).play()
+                max_flow_updates, _starts(start_s, world)).play()
 
 
 def _speeds(speed, world: int) -> np.ndarray:
@@ -110,6 +113,21 @@ def _speeds(speed, world: int) -> np.ndarray:
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not 1e-6 <= f <= 1e6:
             raise bad_value(f"speed[{r}]", f, "a factor from 1e-6 to 1e6")
         out[int(r)] = float(f)
+    return out
+
+
+def _starts(start_s, world: int) -> np.ndarray:
+    out = np.zeros(world)
+    if start_s is None:
+        return out
+    if not isinstance(start_s, dict):
+        raise bad_value("start_s", start_s, "a {rank: seconds} mapping")
+    for r, t in start_s.items():
+        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < world:
+            raise bad_value("start_s", r, f"rank numbers from 0 to {world - 1}")
+        if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t <= 1e6:
+            raise bad_value(f"start_s[{r}]", t, "seconds from 0 to 1e6")
+        out[int(r)] = float(t)
     return out
 
 
@@ -135,7 +153,7 @@ class _ComputeUnit:
 class _Job:
     """The dependency tracker and the runs of one workload on one fabric."""
 
-    def __init__(self, topo, workload, routing, ecmp_seed, hccl, speeds, max_transfers, max_flow_updates):
+    def __init__(self, topo, workload, routing, ecmp_seed, hccl, speeds, max_transfers, max_flow_updates, starts):
         self.topo = topo
         self.w = workload
         self.ops = workload.ops
@@ -144,6 +162,7 @@ class _Job:
         self.defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
         self.fabric = Fabric(topo.compiled(), max_flow_updates)
         self.units = [_ComputeUnit(s) for s in speeds]
+        self.starts = starts  # per rank: when its streams start
         self.max_transfers = max_transfers
         self.index = {op.name: i for i, op in enumerate(self.ops)}
         self.start_s: dict = {}  # (op, rank) -> start
@@ -205,7 +224,12 @@ class _Job:
             if n == 0:
                 ready[i].append(r)
         for i in sorted(ready):
-            self._begin(i, ready[i], 0.0)
+            now = [r for r in ready[i] if self.starts[r] == 0]
+            if now:
+                self._begin(i, now, 0.0)
+            for r in ready[i]:  # a late rank reaches its first operations when it starts
+                if self.starts[r] > 0:
+                    self.fabric.call_at(float(self.starts[r]), lambda t, i=i, r=r: self._begin(i, [r], t))
         proc = env.process(self._drive(env))
         env.run(until=proc)
         missing = [(self.ops[i].name, r) for (i, r) in self.waiting if (i, r) not in self.end_s]

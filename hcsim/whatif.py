@@ -1,0 +1,821 @@
+"""What-if analysis: run a job (or one collective) as it is and perturbed, side by side.
+
+A perturbation is a frozen description of one change; :func:`perturb` turns a scenario and a
+list of them into a **new** scenario (a copied topology with the change made, a copied
+workload, new run options) and never edits the original or a compiled topology in place
+(docs/architecture.md, "What-if"). :func:`whatif` runs the baseline and each perturbation
+and returns one row per case with the difference.
+
+========================  =====================================================================
+perturbation              what changes
+========================  =====================================================================
+:class:`FailLink`         both directions of a link are removed; traffic takes the remaining
+                          minimum-hop paths (ECMP or spray over them)
+:class:`FailNode`         every link of a node (a NIC, a switch, an NPU) is removed
+:class:`FailServer`       every link of a server's NPUs and of the NICs only they use
+:class:`DegradeLink`      one link (both directions): rate x factor, plus extra latency
+:class:`DegradeTier`      every link of a tier (``roce``, ``hccs``, ...), the same way
+:class:`Straggler`        one rank computes ``compute_factor`` x slower and/or starts late
+:class:`BackgroundLoad`   another job's inelastic traffic: a directed link loses ``rate_Bps``
+:class:`BackgroundJob`    another job's collectives on chosen ranks, sharing the network
+                          max-min fairly with the job (elastic traffic)
+:class:`EcmpSeed`         a different ECMP hash seed (another placement of flows on paths)
+========================  =====================================================================
+
+A cut that leaves two ranks of one communicator (or a send's two ends) with no path between
+them is refused in one line naming the perturbations and the pair. Each can be given as an
+object, as a mapping (scenario files' ``whatif:`` list) or as text (the command line's
+``-p``): ``fail-link=leaf0,spine0``, ``fail-node=spine1``, ``fail-server=2``,
+``degrade-link=leaf0,spine0:0.5[:2us]``, ``degrade-tier=roce:0.5[:1us]``,
+``straggler=3:2[:100us]``, ``background-load=leaf0,spine0:10GBps``,
+``background-job=0-7:allreduce:64M[:4]``, ``ecmp-seed=7``.
+
+Examples
+--------
+A ring allreduce after 1 ms of compute; rank 2 computing twice as slowly delays the step by
+exactly its extra millisecond (the ring waits for it):
+
+>>> wl = {"topology": {"builder": "ring", "params": {"n": 4, "bandwidth_GBps": 1}},
+...       "workload": {"communicators": {"all": "all"}, "ops": [
+...           {"kind": "compute", "name": "c", "ranks": "all", "duration_us": 1000},
+...           {"kind": "collective", "name": "ar", "comm": "all", "collective": "allreduce",
+...            "size": 4000000, "algorithm": "ring", "after": ["c"]}]}}
+>>> df = whatif(wl, ["straggler=2:2"])
+>>> df[["case", "time_us", "delta_us"]].round(3).values.tolist()
+[['baseline', 7000.0, 0.0], ['straggler=2:2', 8000.0, 1000.0]]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import re
+from dataclasses import dataclass
+
+from .errors import ConfigError, HcsimError, TopologyError, bad_value
+
+BACKGROUND_PREFIX = "whatif.bg"
+"""Name prefix of a :class:`BackgroundJob`'s operations (they are not the job's own work)."""
+
+COLUMNS = ("case", "perturbation", "status", "reason", "time_us", "baseline_us", "delta_us", "delta_pct",
+           "busiest_link", "busiest_utilization")
+"""Columns of :func:`whatif`'s frame."""
+
+
+# ---- the perturbations ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FailLink:
+    """The link between ``a`` and ``b`` is down in both directions."""
+
+    a: str
+    b: str
+
+    def label(self) -> str:
+        return f"fail-link={self.a},{self.b}"
+
+    def describe(self) -> str:
+        return f"link {self.a} <-> {self.b} failed"
+
+
+@dataclass(frozen=True)
+class FailNode:
+    """Every link of ``node`` (a NIC, a switch or an NPU) is down."""
+
+    node: str
+
+    def label(self) -> str:
+        return f"fail-node={self.node}"
+
+    def describe(self) -> str:
+        return f"node {self.node} failed (all its links)"
+
+
+@dataclass(frozen=True)
+class FailServer:
+    """Server ``server`` (its index, as ``NpuSpec.server``) is down: every link of its NPUs
+    and of the NICs only they reach."""
+
+    server: int
+
+    def label(self) -> str:
+        return f"fail-server={self.server}"
+
+    def describe(self) -> str:
+        return f"server {self.server} failed"
+
+
+@dataclass(frozen=True)
+class DegradeLink:
+    """Both directions of the link ``a`` - ``b`` run at ``bandwidth_factor`` x their rate
+    with ``extra_latency_s`` more latency (a factor above 1 is an upgrade)."""
+
+    a: str
+    b: str
+    bandwidth_factor: float = 1.0
+    extra_latency_s: float = 0.0
+
+    def label(self) -> str:
+        return f"degrade-link={self.a},{self.b}:{self.bandwidth_factor:g}" + _lat(self.extra_latency_s)
+
+    def describe(self) -> str:
+        return f"link {self.a} <-> {self.b} at {self.bandwidth_factor:g} x rate" + _plus(self.extra_latency_s)
+
+
+@dataclass(frozen=True)
+class DegradeTier:
+    """Every link of ``tier`` runs at ``bandwidth_factor`` x its rate, ``extra_latency_s`` later."""
+
+    tier: str
+    bandwidth_factor: float = 1.0
+    extra_latency_s: float = 0.0
+
+    def label(self) -> str:
+        return f"degrade-tier={self.tier}:{self.bandwidth_factor:g}" + _lat(self.extra_latency_s)
+
+    def describe(self) -> str:
+        return f"every {self.tier} link at {self.bandwidth_factor:g} x rate" + _plus(self.extra_latency_s)
+
+
+@dataclass(frozen=True)
+class Straggler:
+    """Rank ``rank`` computes ``compute_factor`` x slower (2: twice as long) and starts its
+    work ``late_start_s`` late."""
+
+    rank: int
+    compute_factor: float = 1.0
+    late_start_s: float = 0.0
+
+    def label(self) -> str:
+        return f"straggler={self.rank}:{self.compute_factor:g}" + (
+            f":{_time_text(self.late_start_s)}" if self.late_start_s else "")
+
+    def describe(self) -> str:
+        parts = [f"{self.compute_factor:g} x slower compute"] if self.compute_factor != 1 else []
+        if self.late_start_s:
+            parts.append(f"starts {_time_text(self.late_start_s)} late")
+        return f"rank {self.rank}: " + (", ".join(parts) or "unchanged")
+
+
+@dataclass(frozen=True)
+class BackgroundLoad:
+    """Another job's inelastic traffic takes ``rate_Bps`` of the directed link ``a -> b``
+    for the whole run (the link's capacity drops by that much)."""
+
+    a: str
+    b: str
+    rate_Bps: float
+
+    def label(self) -> str:
+        return f"background-load={self.a},{self.b}:{self.rate_Bps / 1e9:g}GBps"
+
+    def describe(self) -> str:
+        return f"{self.rate_Bps / 1e9:g} GB/s of other traffic on {self.a} -> {self.b}"
+
+
+@dataclass(frozen=True)
+class BackgroundJob:
+    """Another job runs ``repeat`` back-to-back ``collective`` calls of ``size_bytes`` on the
+    global ranks ``ranks`` (their own stream), from time 0, sharing links and NPU endpoints
+    max-min fairly with the job. The job's time is its own operations' end."""
+
+    ranks: tuple
+    collective: str = "allreduce"
+    size_bytes: int = 64 << 20
+    repeat: int = 1
+    algorithm: str = "auto"
+
+    def label(self) -> str:
+        from .units import format_size
+
+        return (f"background-job={_ranks_text(self.ranks)}:{self.collective}:{format_size(self.size_bytes)}"
+                + (f":{self.repeat}" if self.repeat != 1 else ""))
+
+    def describe(self) -> str:
+        from .units import format_size
+
+        return (f"another job: {self.repeat} x {self.collective} {format_size(self.size_bytes)} on ranks "
+                f"{_ranks_text(self.ranks)}")
+
+
+@dataclass(frozen=True)
+class EcmpSeed:
+    """ECMP hashes flows onto equal-cost paths with ``seed``."""
+
+    seed: int
+
+    def label(self) -> str:
+        return f"ecmp-seed={self.seed}"
+
+    def describe(self) -> str:
+        return f"ECMP seed {self.seed}"
+
+
+PERTURBATIONS = {"fail-link": FailLink, "fail-node": FailNode, "fail-server": FailServer,
+                 "degrade-link": DegradeLink, "degrade-tier": DegradeTier, "straggler": Straggler,
+                 "background-load": BackgroundLoad, "background-job": BackgroundJob, "ecmp-seed": EcmpSeed}
+"""Text name of each perturbation (``-p NAME=...``; scenario files use ``NAME`` with ``_``)."""
+
+_TOPOLOGY_KINDS = (FailLink, FailNode, FailServer, DegradeLink, DegradeTier, BackgroundLoad)
+_CUTS = (FailLink, FailNode, FailServer)
+
+
+# ---- reading them -------------------------------------------------------------------------------
+
+def parse_perturbation(value, field: str = "perturbation"):
+    """A perturbation from an object, text (``fail-link=a,b``) or a mapping (``{fail_link: [a, b]}``).
+
+    Checks types and ranges; names (nodes, ranks, tiers) are checked against the topology
+    when the perturbation is applied.
+
+    Examples
+    --------
+    >>> parse_perturbation("degrade-link=leaf0,spine0:0.5:2us")
+    DegradeLink(a='leaf0', b='spine0', bandwidth_factor=0.5, extra_latency_s=2e-06)
+    >>> parse_perturbation({"straggler": 3, "compute_factor": 2})
+    Straggler(rank=3, compute_factor=2.0, late_start_s=0.0)
+    """
+    if isinstance(value, tuple(PERTURBATIONS.values())):
+        return _checked(value, field)
+    if isinstance(value, str):
+        return _checked(_from_text(value, field), field)
+    if isinstance(value, dict):
+        return _checked(_from_mapping(value, field), field)
+    raise bad_value(field, value, "a perturbation: text such as fail-link=leaf0,spine0, a mapping such as "
+                    "{fail_link: [leaf0, spine0]}, or an hcsim.whatif object")
+
+
+def _allowed_text() -> str:
+    return ("NAME=ARGS with NAME one of " + ", ".join(PERTURBATIONS)
+            + " (fail-link=A,B; degrade-link=A,B:FACTOR[:LATENCY]; straggler=RANK:FACTOR[:LATE]; "
+            "background-job=RANKS:COLLECTIVE:SIZE[:REPEAT]; docs/howto.md)")
+
+
+def _from_text(text: str, field: str):
+    from .topology.io import _did_you_mean
+
+    name, sep, args = text.strip().partition("=")
+    name = name.strip().replace("_", "-")
+    if not sep or name not in PERTURBATIONS:
+        raise bad_value(field, text, _allowed_text() + (_did_you_mean(name, PERTURBATIONS) if sep else ""))
+    parts = args.split(":")
+
+    def need(n_min, n_max, form):
+        if not n_min <= len(parts) <= n_max or any(not p.strip() for p in parts):
+            raise bad_value(field, text, f"{name}={form}")
+
+    if name in ("fail-link", "background-load", "degrade-link"):
+        forms = {"fail-link": "A,B (the link's two ends)", "background-load": "A,B:RATE (RATE such as 10GBps)",
+                 "degrade-link": "A,B:FACTOR[:LATENCY] (LATENCY such as 2us)"}
+        need(*{"fail-link": (1, 1), "background-load": (2, 2), "degrade-link": (2, 3)}[name], forms[name])
+        ends = [e.strip() for e in parts[0].split(",")]
+        if len(ends) != 2 or not all(ends):
+            raise bad_value(field, text, f"{name}={forms[name]}")
+        if name == "fail-link":
+            return FailLink(*ends)
+        if name == "background-load":
+            return BackgroundLoad(*ends, _rate(field, parts[1]))
+        return DegradeLink(*ends, _factor(field, parts[1]), _seconds(field, parts[2]) if len(parts) > 2 else 0.0)
+    if name == "fail-node":
+        need(1, 1, "NODE")
+        return FailNode(parts[0].strip())
+    if name == "fail-server":
+        need(1, 1, "SERVER (its index)")
+        return FailServer(_int_text(field, parts[0]))
+    if name == "degrade-tier":
+        need(2, 3, "TIER:FACTOR[:LATENCY]")
+        return DegradeTier(parts[0].strip(), _factor(field, parts[1]),
+                           _seconds(field, parts[2]) if len(parts) > 2 else 0.0)
+    if name == "straggler":
+        need(2, 3, "RANK:FACTOR[:LATE] (FACTOR 2: twice as slow; LATE such as 100us)")
+        return Straggler(_int_text(field, parts[0]), _factor(field, parts[1]),
+                         _seconds(field, parts[2]) if len(parts) > 2 else 0.0)
+    if name == "background-job":
+        need(3, 4, "RANKS:COLLECTIVE:SIZE[:REPEAT] (RANKS such as 0-7 or 0,2,4)")
+        from .units import parse_size
+
+        return BackgroundJob(_ranks_from_text(field, parts[0]), parts[1].strip(), parse_size(parts[2].strip(), field),
+                             _int_text(field, parts[3]) if len(parts) > 3 else 1)
+    need(1, 1, "SEED")
+    return EcmpSeed(_int_text(field, parts[0]))
+
+
+def _from_mapping(doc: dict, field: str):
+    from .topology.io import _did_you_mean, _label, _mapping, _number, _sequence
+
+    keys = [k for k in doc if isinstance(k, str) and k.replace("_", "-") in PERTURBATIONS]
+    if len(keys) != 1:
+        raise bad_value(field, doc, "a mapping with exactly one of " + ", ".join(k.replace("-", "_") for k in PERTURBATIONS)
+                        + (_did_you_mean(str(next(iter(doc), "")), [k.replace("-", "_") for k in PERTURBATIONS])
+                           if not keys and doc else ""))
+    key = keys[0]
+    name = key.replace("_", "-")
+    extra = {"degrade-link": {"bandwidth_factor", "extra_latency_us"}, "degrade-tier": {"bandwidth_factor",
+             "extra_latency_us"}, "straggler": {"compute_factor", "late_start_us"}, "background-load": {"rate_GBps"},
+             "background-job": {"collective", "size", "repeat", "algorithm"}}.get(name, set())
+    _mapping(field, doc, {key} | extra)
+    v = doc[key]
+    f = f"{field}.{key}"
+
+    def ends():
+        pair = _sequence(f, v)
+        if len(pair) != 2:
+            raise bad_value(f, v, "the link's two ends, [A, B]")
+        return _label(f"{f}[0]", pair[0]), _label(f"{f}[1]", pair[1])
+
+    factor = _number(f"{field}.bandwidth_factor", doc.get("bandwidth_factor", 1.0), 1.0, 1e-6, 1e6, "(a rate factor)")
+    extra_s = _number(f"{field}.extra_latency_us", doc.get("extra_latency_us", 0.0), 1e-6, 0.0, 1.0, "microseconds")
+    if name == "fail-link":
+        return FailLink(*ends())
+    if name == "fail-node":
+        return FailNode(_label(f, v))
+    if name == "fail-server":
+        return FailServer(_int(f, v))
+    if name == "degrade-link":
+        return DegradeLink(*ends(), factor, extra_s)
+    if name == "degrade-tier":
+        return DegradeTier(_label(f, v), factor, extra_s)
+    if name == "straggler":
+        return Straggler(_int(f, v), _number(f"{field}.compute_factor", doc.get("compute_factor", 1.0), 1.0, 1e-6,
+                                             1e6, "(a slowdown factor)"),
+                         _number(f"{field}.late_start_us", doc.get("late_start_us", 0.0), 1e-6, 0.0, 1e6,
+                                 "microseconds"))
+    if name == "background-load":
+        if "rate_GBps" not in doc:
+            raise ConfigError(f"{field}: missing key 'rate_GBps'")
+        return BackgroundLoad(*ends(), _number(f"{field}.rate_GBps", doc["rate_GBps"], 1e9, 1.0, 1e18, "GB/s"))
+    if name == "background-job":
+        from .units import parse_size
+
+        ranks = _sequence(f, v)
+        if "size" not in doc:
+            raise ConfigError(f"{field}: missing key 'size'")
+        return BackgroundJob(tuple(_int(f"{f}[{i}]", r) for i, r in enumerate(ranks)),
+                             doc.get("collective", "allreduce"), parse_size(doc["size"], f"{field}.size"),
+                             _int(f"{field}.repeat", doc.get("repeat", 1)), doc.get("algorithm", "auto"))
+    return EcmpSeed(_int(f, v))
+
+
+def _checked(p, field: str):
+    """Types and ranges of an object's fields (text and mappings arrive here as objects too)."""
+    def name(attr):
+        v = getattr(p, attr)
+        if not isinstance(v, str) or not v.strip():
+            raise bad_value(f"{field}.{attr}", v, "a node name")
+
+    def number(attr, lo, hi, what):
+        v = getattr(p, attr)
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not lo <= v <= hi:
+            raise bad_value(f"{field}.{attr}", v, what)
+        object.__setattr__(p, attr, float(v))
+
+    if isinstance(p, (FailLink, DegradeLink, BackgroundLoad)):
+        name("a")
+        name("b")
+    if isinstance(p, FailNode):
+        name("node")
+    if isinstance(p, DegradeTier):
+        if not isinstance(p.tier, str) or not p.tier:
+            raise bad_value(f"{field}.tier", p.tier, "a link tier name")
+    if isinstance(p, (DegradeLink, DegradeTier)):
+        number("bandwidth_factor", 1e-6, 1e6, "a rate factor from 1e-6 to 1e6 (0.5: half the rate)")
+        number("extra_latency_s", 0.0, 1.0, "seconds from 0 to 1")
+    if isinstance(p, Straggler):
+        _int(f"{field}.rank", p.rank)
+        number("compute_factor", 1e-6, 1e6, "a slowdown factor from 1e-6 to 1e6 (2: twice as long)")
+        number("late_start_s", 0.0, 1e6, "seconds from 0 to 1e6")
+    if isinstance(p, FailServer):
+        _int(f"{field}.server", p.server)
+    if isinstance(p, BackgroundLoad):
+        number("rate_Bps", 1.0, 1e18, "bytes per second > 0")
+    if isinstance(p, EcmpSeed):
+        if isinstance(p.seed, bool) or not isinstance(p.seed, numbers.Integral) or not 0 <= p.seed < 2**32:
+            raise bad_value(f"{field}.seed", p.seed, "an integer from 0 to 2^32 - 1")
+    if isinstance(p, BackgroundJob):
+        if not isinstance(p.ranks, (tuple, list)) or len(p.ranks) < 2:
+            raise bad_value(f"{field}.ranks", p.ranks, "at least 2 distinct global ranks")
+        ranks = tuple(_int(f"{field}.ranks", r) for r in p.ranks)
+        if len(set(ranks)) != len(ranks):
+            raise bad_value(f"{field}.ranks", p.ranks, "distinct ranks")
+        object.__setattr__(p, "ranks", ranks)
+        from .algorithms.schedule import COLLECTIVES
+
+        if not isinstance(p.collective, str) or p.collective not in COLLECTIVES or p.collective in ("alltoallv",
+                                                                                                   "sendrecv"):
+            raise bad_value(f"{field}.collective", p.collective, "one of " + ", ".join(
+                c for c in COLLECTIVES if c not in ("alltoallv", "sendrecv")))
+        if isinstance(p.size_bytes, bool) or not isinstance(p.size_bytes, numbers.Integral) or \
+                not 1 <= p.size_bytes < 2**50:
+            raise bad_value(f"{field}.size_bytes", p.size_bytes, "bytes from 1 to 2^50")
+        if isinstance(p.repeat, bool) or not isinstance(p.repeat, numbers.Integral) or not 1 <= p.repeat <= 10_000:
+            raise bad_value(f"{field}.repeat", p.repeat, "an integer from 1 to 10,000")
+        if not isinstance(p.algorithm, str):
+            raise bad_value(f"{field}.algorithm", p.algorithm, "an algorithm name or auto")
+    return p
+
+
+def _int(field: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**31:
+        raise bad_value(field, v, "an integer >= 0")
+    return int(v)
+
+
+def _int_text(field: str, text: str) -> int:
+    t = text.strip()
+    if not (t.isascii() and t.isdigit() and len(t) < 10):
+        raise bad_value(field, text, "an integer >= 0")
+    return int(t)
+
+
+def _ranks_from_text(field: str, text: str) -> tuple:
+    out = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if dash:
+            a, b = _int_text(field, lo), _int_text(field, hi)
+            if b < a or b - a > 1_000_000:
+                raise bad_value(field, part, "a rank range such as 0-7")
+            out += range(a, b + 1)
+        else:
+            out.append(_int_text(field, lo))
+    return tuple(out)
+
+
+def _ranks_text(ranks) -> str:
+    ranks = list(ranks)
+    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}-{ranks[-1]}"
+    return ",".join(map(str, ranks))
+
+
+_TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)\s*$")
+_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(GBps|Gbps|MBps|Bps)?\s*$")
+
+
+def _seconds(field: str, text: str) -> float:
+    m = _TIME.match(text)
+    if not m:
+        raise bad_value(field, text, "a time with its unit: s, ms, us or ns (such as 2us)")
+    v = float(m.group(1)) * {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}[m.group(2)]
+    if not math.isfinite(v) or v > 1e6:
+        raise bad_value(field, text, "a time of at most 1e6 s")
+    return v
+
+
+def _rate(field: str, text: str) -> float:
+    m = _RATE.match(text)
+    if not m:
+        raise bad_value(field, text, "a rate such as 10GBps, 100Gbps or 1e9 (bytes per second)")
+    return float(m.group(1)) * {"GBps": 1e9, "Gbps": 1e9 / 8, "MBps": 1e6, "Bps": 1.0, None: 1.0}[m.group(2)]
+
+
+def _factor(field: str, text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise bad_value(field, text, "a factor such as 0.5") from None
+    return v
+
+
+def _time_text(s: float) -> str:
+    return f"{s * 1e6:g}us"
+
+
+def _lat(s: float) -> str:
+    return f":{_time_text(s)}" if s else ""
+
+
+def _plus(s: float) -> str:
+    return f", +{_time_text(s)} latency" if s else ""
+
+
+# ---- applying them -------------------------------------------------------------------------------
+
+def perturb(scenario, perturbations, **kwargs):
+    """A new :class:`~hcsim.scenario.Scenario` with ``perturbations`` applied, in order.
+
+    The topology is copied before it is changed, the workload is copied before background
+    work is added, and the run options are a new mapping; the scenario passed in is unchanged.
+
+    Parameters
+    ----------
+    scenario : Scenario, str, Path or dict
+        As :func:`hcsim.scenario.load_scenario` takes it (``kwargs`` are its ``servers``,
+        ``overrides``).
+    perturbations : list
+        Objects, text or mappings (:func:`parse_perturbation`).
+
+    Raises
+    ------
+    HcsimError
+        A name the topology does not have, or a cut that leaves two ranks that talk to each
+        other without a path (naming the perturbations and the pair).
+
+    Examples
+    --------
+    >>> from hcsim.scenario import load_scenario
+    >>> s = load_scenario({"topology": "atlas800t-a2", "workload": {"ops": [
+    ...     {"kind": "compute", "name": "c", "ranks": "all", "duration_us": 10}]}})
+    >>> p = perturb(s, ["ecmp-seed=7", "straggler=1:2"])
+    >>> p.options["ecmp_seed"], p.options["speed"]
+    (7, {1: 0.5})
+    """
+    from .scenario import load_scenario
+
+    s = load_scenario(scenario, **kwargs)
+    items = [parse_perturbation(p, f"perturbations[{i}]") for i, p in enumerate(_as_list(perturbations))]
+    topo = s.topology
+    if any(isinstance(p, _TOPOLOGY_KINDS) for p in items):
+        topo = _copy_topology(topo)
+        for i, p in enumerate(items):
+            if isinstance(p, _TOPOLOGY_KINDS):
+                _apply_to_topology(topo, p, f"perturbations[{i}]")
+    options = dict(s.options)
+    workload = s.workload
+    for i, p in enumerate(items):
+        where = f"perturbations[{i}]"
+        if isinstance(p, Straggler):
+            _rank(where + ".rank", p.rank, topo.num_npus)
+            if p.compute_factor != 1:
+                speed = dict(options.get("speed") or {})
+                speed[p.rank] = speed.get(p.rank, 1.0) / p.compute_factor
+                options["speed"] = speed
+            if p.late_start_s:
+                starts = dict(options.get("start_s") or {})
+                starts[p.rank] = starts.get(p.rank, 0.0) + p.late_start_s
+                options["start_s"] = starts
+        elif isinstance(p, EcmpSeed):
+            options["ecmp_seed"] = p.seed
+        elif isinstance(p, BackgroundJob):
+            if workload is s.workload:
+                workload = _copy_workload(workload)
+            _add_background(workload, p, i, topo.num_npus, where)
+    if any(isinstance(p, _CUTS) for p in items):
+        _check_reachable(topo, workload, [p for p in items if isinstance(p, _CUTS)])
+    label = ", ".join(p.label() for p in items)
+    return dataclasses.replace(s, topology=topo, workload=workload, options=options,
+                               description=(s.description + " | " if s.description else "") + f"what-if: {label}")
+
+
+def _as_list(perturbations) -> list:
+    if perturbations is None:
+        return []
+    if isinstance(perturbations, (str, dict)) or isinstance(perturbations, tuple(PERTURBATIONS.values())):
+        return [perturbations]
+    if not isinstance(perturbations, (list, tuple)):
+        raise bad_value("perturbations", perturbations, "a list of perturbations")
+    return list(perturbations)
+
+
+def _copy_topology(topo):
+    """A new Topology with a copy of the graph (specs are frozen, so they are shared)."""
+    from .topology.model import Topology
+
+    t = Topology(topo.name, topo.description, topo.defaults, dict(topo.provenance), topo.product)
+    t.graph = topo.graph.copy()
+    return t
+
+
+def _node(topo, field: str, name: str) -> str:
+    if name not in topo.graph:
+        from .topology.io import _did_you_mean
+
+        hint = _did_you_mean(name, list(topo.graph))
+        if not hint:
+            others = [n for n in topo.graph if topo.graph.nodes[n].get("kind") != "npu"][:6]
+            hint = f" (such as {', '.join(map(str, others))})" if others else ""
+        raise bad_value(field, name, f"a node of topology {topo.name!r}{hint}")
+    return name
+
+
+def _link(topo, field: str, a: str, b: str) -> list:
+    _node(topo, field, a)
+    _node(topo, field, b)
+    pairs = [(u, v) for u, v in ((a, b), (b, a)) if topo.graph.has_edge(u, v)]
+    if not pairs:
+        raise bad_value(field, f"{a},{b}", f"a link of topology {topo.name!r} (no link joins {a} and {b}; "
+                        f"{a}'s neighbours: {', '.join(sorted(topo.graph.successors(a))[:8])})")
+    return pairs
+
+
+def _apply_to_topology(topo, p, field: str) -> None:
+    g = topo.graph
+    if isinstance(p, FailLink):
+        g.remove_edges_from(_link(topo, field, p.a, p.b))
+    elif isinstance(p, FailNode):
+        n = _node(topo, field + ".node", p.node)
+        g.remove_edges_from(list(g.in_edges(n)) + list(g.out_edges(n)))
+    elif isinstance(p, FailServer):
+        npus = [n for n in topo.npus if topo.npu_spec(n).server == p.server]
+        if not npus:
+            servers = sorted({topo.npu_spec(n).server for n in topo.npus})
+            raise bad_value(field + ".server", p.server, f"a server of topology {topo.name!r} (0 to {servers[-1]})")
+        members = set(npus)
+        for n in npus:  # its NICs: non-NPU neighbours that serve no other server's NPUs
+            for m in set(g.successors(n)) | set(g.predecessors(n)):
+                if g.nodes[m].get("kind") == "nic" and all(
+                        x in members or g.nodes[x].get("kind") != "npu"
+                        for x in set(g.successors(m)) | set(g.predecessors(m))):
+                    members.add(m)
+        g.remove_edges_from([e for n in members for e in list(g.in_edges(n)) + list(g.out_edges(n))])
+    elif isinstance(p, DegradeLink):
+        for u, v in _link(topo, field, p.a, p.b):
+            g.edges[u, v]["spec"] = _degraded(g.edges[u, v]["spec"], p, field)
+    elif isinstance(p, DegradeTier):
+        edges = [(u, v) for u, v, spec in g.edges(data="spec") if spec.tier == p.tier]
+        if not edges:
+            tiers = sorted({spec.tier for _, _, spec in g.edges(data="spec")})
+            raise bad_value(field + ".tier", p.tier, f"a tier of topology {topo.name!r}: {', '.join(tiers)}")
+        for u, v in edges:
+            g.edges[u, v]["spec"] = _degraded(g.edges[u, v]["spec"], p, field)
+    elif isinstance(p, BackgroundLoad):
+        _node(topo, field, p.a)
+        _node(topo, field, p.b)
+        if not g.has_edge(p.a, p.b):
+            raise bad_value(field, f"{p.a},{p.b}", f"a directed link of topology {topo.name!r} (no link "
+                            f"{p.a} -> {p.b})")
+        spec = g.edges[p.a, p.b]["spec"]
+        left = spec.bandwidth_Bps - p.rate_Bps
+        if left < spec.bandwidth_Bps * 1e-6:
+            raise bad_value(field + ".rate", f"{p.rate_Bps / 1e9:g} GB/s",
+                            f"less than link {p.a} -> {p.b}'s {spec.bandwidth_Bps / 1e9:g} GB/s (some must be left)")
+        g.edges[p.a, p.b]["spec"] = dataclasses.replace(spec, bandwidth_Bps=left)
+
+
+def _degraded(spec, p, field: str):
+    try:
+        return dataclasses.replace(spec, bandwidth_Bps=spec.bandwidth_Bps * p.bandwidth_factor,
+                                   latency_s=spec.latency_s + p.extra_latency_s)
+    except HcsimError as exc:
+        raise bad_value(field, p.label(), f"a change the link can take ({exc})") from None
+
+
+def _rank(field: str, r: int, world: int) -> int:
+    if not 0 <= r < world:
+        raise bad_value(field, r, f"a rank of the job, 0 to {world - 1}")
+    return r
+
+
+def _copy_workload(w):
+    from .workload import Workload
+
+    return Workload(w.name, list(w.ops), dict(w.communicators), set(w._names))
+
+
+def _add_background(w, p: BackgroundJob, k: int, world: int, field: str) -> None:
+    for r in p.ranks:
+        _rank(field + ".ranks", r, world)
+    prefix = f"{BACKGROUND_PREFIX}{k}"
+    comm = w.communicator(prefix, p.ranks)
+    for i in range(p.repeat):
+        try:
+            w.collective(f"{prefix}.{i}", comm, p.collective, p.size_bytes, algorithm=p.algorithm, stream=prefix)
+        except HcsimError as exc:
+            raise ConfigError(f"{field}: {exc}") from None
+
+
+def _check_reachable(topo, workload, cuts) -> None:
+    """Every pair of ranks that talk to each other still has a path (else name the cut)."""
+    import networkx as nx
+
+    from .workload.graph import Collective, SendRecv
+
+    component = {}
+    for k, nodes in enumerate(nx.strongly_connected_components(topo.graph)):
+        for n in nodes:
+            component[n] = k
+    npus = topo.npus
+    groups = [(f"communicator {c.name!r}", c.ranks) for c in workload.communicators.values()]
+    groups += [(f"send {op.name!r}", (op.src, op.dst)) for op in workload.ops if isinstance(op, SendRecv)]
+    used = {c.comm.name for c in workload.ops if isinstance(c, Collective)}
+    for what, ranks in groups:
+        if what.startswith("communicator") and what.split("'")[1] not in used:
+            continue
+        first = ranks[0]
+        for r in ranks[1:]:
+            if component[npus[r]] != component[npus[first]]:
+                raise TopologyError(f"{', '.join(p.label() for p in cuts)}: no path left between {npus[first]} "
+                                    f"(rank {first}) and {npus[r]} (rank {r}) of {what}; the topology has no "
+                                    "other route around this cut")
+
+
+# ---- running them -------------------------------------------------------------------------------
+
+def whatif(scenario, perturbations, *, combined: bool = False, results: bool = False, progress=None, **kwargs):
+    """The baseline and each perturbation, run side by side.
+
+    Parameters
+    ----------
+    scenario : Scenario, str, Path or dict
+        A job (:func:`hcsim.scenario.load_scenario`; ``kwargs`` are its ``servers`` and
+        ``overrides``). For one collective use :func:`whatif_collective`.
+    perturbations : list
+        Objects, text or mappings (:func:`parse_perturbation`); each is run on its own. An
+        empty list runs the scenario file's own ``whatif:`` list.
+    combined : bool
+        Also run every perturbation together (a row ``combined``).
+    results : bool
+        Also return ``{case: JobResult}`` (for per-link or per-operation detail).
+    progress : bool, optional
+        A progress bar over the cases (None: only on a terminal or in a notebook).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per case (:data:`COLUMNS`): ``case`` (``baseline``, then each perturbation's
+        text form), ``perturbation`` (in words), ``status`` (``ok`` or ``error``: a cut with no
+        other path, a bad name), ``reason``, ``time_us`` (the job's step time: the end of its
+        own operations, not a background job's), ``baseline_us``, ``delta_us``, ``delta_pct``,
+        ``busiest_link`` and its ``busiest_utilization`` (bytes over capacity x time).
+    """
+    from .scenario import load_scenario
+
+    s = load_scenario(scenario, **kwargs)
+    items = _as_list(perturbations)
+    if not items:
+        items = list(s.whatif)
+        if not items:
+            raise bad_value("perturbations", perturbations, "at least one perturbation (or a scenario file with "
+                            "a whatif: list)")
+    parsed = [parse_perturbation(p, f"perturbations[{i}]") for i, p in enumerate(items)]
+    cases = [("baseline", "", [])] + [(p.label(), p.describe(), [p]) for p in parsed]
+    if combined and len(parsed) > 1:
+        cases.append(("combined", "; ".join(p.describe() for p in parsed), parsed))
+    return _compare(cases, lambda ps: perturb(s, ps) if ps else s, results, progress)
+
+
+def whatif_collective(topology, collective: str, size, perturbations, *, algorithm="auto", ranks=None,
+                      combined: bool = False, results: bool = False, progress=None, **options):
+    """:func:`whatif` for one collective call on ``topology``, played as a one-operation job.
+
+    ``ranks`` are global rank numbers (default: every NPU); ``options`` are
+    :func:`hcsim.workload.run`'s (``routing``, ``ecmp_seed``, ``hccl``).
+
+    Examples
+    --------
+    >>> from hcsim.topology import leaf_spine
+    >>> t = leaf_spine(2, 2, 2, 100e9, oversubscription=2.0)
+    >>> df = whatif_collective(t, "alltoall", "64M", ["fail-link=leaf0,spine0"], algorithm="pairwise",
+    ...                        routing="spray")
+    >>> bool(df["delta_us"].iloc[1] > 0)
+    True
+    """
+    from .scenario import Scenario
+    from .topology.io import load_topology
+    from .units import parse_size
+    from .workload import Workload
+
+    topo = load_topology(topology)
+    world = topo.num_npus
+    members = list(range(world)) if ranks is None else ranks
+    if not isinstance(members, (list, tuple)) or len(members) < 2:
+        raise bad_value("ranks", ranks, "a list of at least 2 global rank numbers")
+    for r in members:
+        if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+            raise bad_value("ranks", ranks, "global rank numbers")
+        _rank("ranks", r, world)
+    w = Workload(f"{collective}")
+    comm = w.communicator("ranks", tuple(int(r) for r in members))
+    w.collective(collective, comm, collective, parse_size(size, "size"), algorithm=algorithm)
+    base = Scenario(f"{collective}", "", "<call>", topo, w, options=dict(options))
+    return whatif(base, perturbations, combined=combined, results=results, progress=progress)
+
+
+def _compare(cases, make, keep: bool, progress):
+    import numpy as np
+    import pandas as pd
+
+    from .progress import progress_bar
+    from .workload import run
+
+    rows, kept = [], {}
+    with progress_bar(len(cases), "what-if", progress) as bar:
+        for case, words, ps in cases:
+            try:
+                s = make(ps)
+                r = run(s.topology, s.workload, **s.options)
+            except HcsimError as exc:
+                if not ps:
+                    raise
+                rows.append({"case": case, "perturbation": words, "status": "error", "reason": str(exc),
+                             "time_us": np.nan, "busiest_link": "", "busiest_utilization": np.nan})
+                bar.update()
+                continue
+            own = r.ops[~r.ops["op"].str.startswith(BACKGROUND_PREFIX)]
+            t = float(own["end_s"].max()) if len(own) else r.step_time_s
+            busiest = r.links.sort_values("utilization", ascending=False, kind="stable").head(1)
+            link = (f"{busiest['src'].iloc[0]}->{busiest['dst'].iloc[0]}" if len(busiest) else "")
+            rows.append({"case": case, "perturbation": words, "status": "ok", "reason": "", "time_us": t * 1e6,
+                         "busiest_link": link,
+                         "busiest_utilization": float(busiest["utilization"].iloc[0]) if len(busiest) else np.nan})
+            if keep:
+                kept[case] = r
+            bar.update()
+    df = pd.DataFrame(rows)
+    base = df["time_us"].iloc[0]
+    df["baseline_us"] = base
+    df["delta_us"] = df["time_us"] - base
+    df["delta_pct"] = 100.0 * df["delta_us"] / base if base > 0 else np.nan
+    df = df[list(COLUMNS)]
+    return (df, kept) if keep else df

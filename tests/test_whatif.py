@@ -1,0 +1,212 @@
+"""What-if perturbations against hand-worked timelines (hcsim.whatif, hcsim whatif)."""
+
+import pytest
+
+from hcsim.cli import main
+from hcsim.errors import HcsimError, TopologyError
+from hcsim.scenario import load_scenario
+from hcsim.topology import leaf_spine, ring, single_switch
+from hcsim.whatif import (
+    BackgroundJob,
+    DegradeLink,
+    EcmpSeed,
+    FailLink,
+    Straggler,
+    parse_perturbation,
+    perturb,
+    whatif,
+    whatif_collective,
+)
+
+MiB = 1 << 20
+
+
+def _pairwise_alltoall_us(step_uplink_bytes, step_host_bytes, uplink_Bps, host_Bps):
+    """A step ends when its slowest flow drains: the larger of uplink and host-link times."""
+    return sum(max(u / uplink_Bps, h / host_Bps) for u, h in zip(step_uplink_bytes, step_host_bytes,
+                                                                    strict=True)) * 1e6
+
+
+def test_spine_link_failure_reroutes_and_doubles_the_bottleneck():
+    """Pairwise alltoall of 64 MiB per rank on 2 leaves x 2 NPUs, 2 spines, 2:1 (uplinks 50 GB/s),
+    spray routing. Each step every rank sends 16 MiB to rank r+k. Step 1 and 3: one flow per
+    leaf crosses (16 MiB, split over 2 spines); step 2: both flows of a leaf cross (32 MiB).
+    Healthy: a leaf's 2 uplinks share the crossing bytes; with leaf0-spine0 down, all of leaf0's
+    crossing bytes take spine1 (and leaf1's come down through spine1 too)."""
+    t = leaf_spine(2, 2, 2, 100e9, oversubscription=2.0)
+    up, host = t.link_spec("leaf0", "spine0").bandwidth_Bps, 100e9
+    assert up == 50e9
+    block = 16 * MiB
+    healthy = _pairwise_alltoall_us([block / 2, block, block / 2], [block] * 3, up, host)
+    failed = _pairwise_alltoall_us([block, 2 * block, block], [block] * 3, up, host)
+    df = whatif_collective(t, "alltoall", 64 * MiB, [FailLink("leaf0", "spine0")], algorithm="pairwise",
+                           routing="spray")
+    assert df["case"].tolist() == ["baseline", "fail-link=leaf0,spine0"]
+    assert df["time_us"].iloc[0] == pytest.approx(healthy, rel=1e-9)
+    assert df["time_us"].iloc[1] == pytest.approx(failed, rel=1e-9)
+    assert df["delta_us"].iloc[1] == pytest.approx(failed - healthy, rel=1e-9)
+    assert df["delta_pct"].iloc[1] == pytest.approx(100.0, rel=1e-9)
+
+
+def test_failure_under_ecmp_moves_traffic_off_the_failed_link():
+    t = leaf_spine(2, 4, 2, 100e9, oversubscription=2.0)
+    df, runs = whatif_collective(t, "alltoall", 8 * MiB, ["fail-link=leaf1,spine1"], algorithm="pairwise",
+                                 results=True)
+    links = runs["fail-link=leaf1,spine1"].links
+    assert not ((links["src"] == "leaf1") & (links["dst"] == "spine1")).any()
+    crossed = links[links["dst"].astype(str).str.startswith("spine")]
+    assert set(crossed[crossed["bytes"] > 0]["dst"]) == {"spine0"}  # leaf0 follows: spine1 cannot reach leaf1
+    assert df["time_us"].iloc[1] > df["time_us"].iloc[0]
+    # the original topology is untouched
+    assert t.graph.has_edge("leaf1", "spine1") and t.graph.has_edge("spine1", "leaf1")
+
+
+def test_a_cut_with_no_other_path_is_one_line():
+    t = leaf_spine(2, 2, 2, 100e9)
+    s = load_scenario({"topology": {"builder": "leaf_spine", "params": {"leaves": 2, "npus_per_leaf": 2, "spines": 2,
+                                                                        "bandwidth_GBps": 100}},
+                       "workload": {"communicators": {"all": "all"}, "ops": [
+                           {"kind": "collective", "name": "ar", "comm": "all", "collective": "allreduce",
+                            "size": "1M", "algorithm": "ring"}]}})
+    with pytest.raises(TopologyError) as exc:
+        perturb(s, ["fail-link=npu2,leaf1"])
+    msg = str(exc.value)
+    assert "\n" not in msg and "fail-link=npu2,leaf1" in msg and "npu2 (rank 2)" in msg
+    df = whatif_collective(t, "allreduce", "1M", ["fail-node=leaf1"], algorithm="ring")
+    assert df["status"].tolist() == ["ok", "error"] and "no path left" in df["reason"].iloc[1]
+
+
+def test_cli_cut_error_and_table(capsys):
+    rc = main(["whatif", "--topology", "atlas900-a2-pod", "--servers", "2", "--op", "allreduce", "-b", "1M",
+               "-p", "fail-server=1", "-p", "straggler=3:1:50us", "-p", "fail-link=npu0,nic0"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[1].startswith("case") and lines[2].startswith("baseline")
+    assert "error: fail-server=1: no path left between npu0 (rank 0) and npu8 (rank 8)" in out
+    # npu0's NIC down: its cross-server traffic goes over HCCS to a neighbour's NIC (the graph's
+    # routing lets any node forward), so the run completes, not faster than before
+    nic = [line for line in lines if line.startswith("fail-link=npu0,nic0")][0]
+    assert "| +" in nic and "error" not in nic
+    straggler = [line for line in lines if line.startswith("straggler=3:1:50us")][0]
+    assert "+50.00 " in straggler
+    rc = main(["whatif", "--topology", "atlas900-a2-pod", "--op", "allreduce", "-b", "1M", "-p", "fail-link=npu0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "fail-link=A,B" in err
+
+
+def _ring_job(compute_us=1000.0, size=4_000_000):
+    return {"topology": {"builder": "ring", "params": {"n": 4, "bandwidth_GBps": 1, "latency_us": 1}},
+            "workload": {"communicators": {"all": "all"}, "ops": [
+                {"kind": "compute", "name": "c", "ranks": "all", "duration_us": compute_us},
+                {"kind": "collective", "name": "ar", "comm": "all", "collective": "allreduce", "size": size,
+                 "algorithm": "ring", "after": ["c"]}]}}
+
+
+def test_a_2x_straggler_delays_the_ring_by_its_extra_compute():
+    """Ring allreduce of 4 MB on 4 ranks at 1 GB/s, 1 us per hop: 2(p-1) = 6 steps of 1 MB,
+    each 1 ms + 1 us, after 1 ms of compute. A rank computing 2x slower enters 1 ms late, and
+    every step's chain runs through it, so the whole ring ends exactly 1 ms later."""
+    step = 1e6 / 1e9 + 1e-6
+    base = 1e-3 + 6 * step
+    df = whatif(_ring_job(), [Straggler(2, compute_factor=2.0), Straggler(0, late_start_s=250e-6),
+                              "straggler=1:2:250us"])
+    assert df["time_us"].iloc[0] == pytest.approx(base * 1e6, rel=1e-12)
+    assert df["delta_us"].tolist()[1:] == pytest.approx([1000.0, 250.0, 1250.0], rel=1e-9)
+
+
+def test_degrade_and_background_load_are_hand_worked():
+    """A 10 MB send over one switch at 1 GB/s: 10 ms. Half the rate on the sender's link: 20 ms;
+    0.25 GB/s of other traffic on it leaves 0.75 GB/s: 13.33 ms; 5 us more latency: 10.005 ms."""
+    job = {"topology": {"builder": "single_switch", "params": {"n": 4, "bandwidth_GBps": 1}},
+           "workload": {"ops": [{"kind": "send", "name": "s", "src": 0, "dst": 1, "size": 10_000_000}]}}
+    df = whatif(job, ["degrade-link=npu0,sw0:0.5", "background-load=npu0,sw0:0.25GBps",
+                      "degrade-link=npu0,sw0:1:5us"])
+    assert df["time_us"].tolist() == pytest.approx([10_000.0, 20_000.0, 10_000.0 / 0.75, 10_005.0], rel=1e-9)
+
+
+def test_background_job_shares_only_the_links_it_uses():
+    """Another job on ranks 2,3 of a switch shares no link with a send 0 -> 1 (no change); on
+    ranks 0,2 it shares npu0's uplink with the send for as long as both run."""
+    job = {"topology": {"builder": "single_switch", "params": {"n": 4, "bandwidth_GBps": 1}},
+           "workload": {"ops": [{"kind": "send", "name": "s", "src": 0, "dst": 1, "size": 10_000_000}]}}
+    df = whatif(job, [BackgroundJob((2, 3), "allreduce", 20_000_000, algorithm="ring"),
+                      BackgroundJob((0, 2), "allreduce", 20_000_000, algorithm="ring")])
+    assert df["delta_us"].iloc[1] == 0.0
+    # rank 0 sends 10 MB of the 2-rank ring's reduce-scatter step beside the send: both at 0.5 GB/s
+    assert df["time_us"].iloc[2] == pytest.approx(20_000.0, rel=1e-9)
+
+
+def test_ecmp_seed_and_degrade_tier():
+    t = leaf_spine(2, 4, 4, 100e9, oversubscription=1.0)
+    df = whatif_collective(t, "alltoall", "8M", [EcmpSeed(5), "degrade-tier=roce:0.5"], algorithm="pairwise")
+    assert df["status"].tolist() == ["ok"] * 3
+    assert df["time_us"].iloc[2] > df["time_us"].iloc[0]
+
+
+def test_scenario_file_whatif_list_and_perturb_leaves_the_original_alone(tmp_path):
+    doc = dict(_ring_job(), whatif=[{"straggler": 1, "compute_factor": 2}, "ecmp-seed=3",
+                                    {"fail_link": ["npu0", "npu1"]}])
+    s = load_scenario(doc)
+    edges = s.topology.graph.number_of_edges()
+    df = whatif(s, [])
+    assert df["case"].tolist() == ["baseline", "straggler=1:2", "ecmp-seed=3", "fail-link=npu0,npu1"]
+    assert df["delta_us"].iloc[1] == pytest.approx(1000.0, rel=1e-9)
+    # a bidirectional ring cut once still connects: 0 -> 1 goes the long way round, sharing links
+    assert df["status"].iloc[3] == "ok" and df["delta_us"].iloc[3] > 0
+    assert s.topology.graph.number_of_edges() == edges and s.options == {}
+    p = perturb(s, ["straggler=1:2"])
+    assert p.options["speed"] == {1: 0.5} and s.options == {}
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("fail-lnk=a,b", "did you mean 'fail-link'"),
+    ("fail-link=a", "fail-link=A,B"),
+    ("degrade-link=a,b:x", "a factor such as 0.5"),
+    ("degrade-link=a,b:0", "rate factor from 1e-6"),
+    ("straggler=x:2", "an integer >= 0"),
+    ("straggler=1:2:5", "a time with its unit"),
+    ("background-load=a,b:lots", "a rate such as 10GBps"),
+    ("background-job=0-3:allreduse:1M", "one of"),
+    ("ecmp-seed=-1", "an integer >= 0"),
+])
+def test_bad_text_is_one_line(text, needle):
+    with pytest.raises(HcsimError) as exc:
+        parse_perturbation(text)
+    assert needle in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("p, needle", [
+    ("fail-link=leaf0,spin0", "did you mean 'spine0'"),
+    ("fail-link=npu0,spine0", "no link joins npu0 and spine0"),
+    ("degrade-tier=hccs:0.5", "a tier of topology"),
+    ("background-load=npu0,leaf0:200GBps", "some must be left"),
+    ("straggler=9:2", "a rank of the job, 0 to 3"),
+    ("fail-server=7", "a server of topology"),
+])
+def test_names_checked_against_the_topology(p, needle):
+    t = leaf_spine(2, 2, 2, 100e9)
+    df = whatif_collective(t, "allreduce", "1M", [p], algorithm="ring")
+    assert df["status"].iloc[1] == "error" and needle in df["reason"].iloc[1]
+
+
+def test_mapping_and_text_forms_agree():
+    pairs = [({"fail_link": ["a", "b"]}, "fail-link=a,b"),
+             ({"degrade_link": ["a", "b"], "bandwidth_factor": 0.5, "extra_latency_us": 2}, "degrade-link=a,b:0.5:2us"),
+             ({"straggler": 3, "compute_factor": 2, "late_start_us": 100}, "straggler=3:2:100us"),
+             ({"background_job": [0, 1, 2, 3], "collective": "allgather", "size": "1M", "repeat": 2},
+              "background-job=0-3:allgather:1M:2"),
+             ({"background_load": ["a", "b"], "rate_GBps": 10}, "background-load=a,b:10GBps"),
+             ({"ecmp_seed": 4}, "ecmp-seed=4"), ({"fail_server": 1}, "fail-server=1")]
+    for mapping, text in pairs:
+        assert parse_perturbation(mapping) == parse_perturbation(text)
+        assert parse_perturbation(parse_perturbation(text).label()) == parse_perturbation(text)
+    assert parse_perturbation(DegradeLink("a", "b", 0.5)) == parse_perturbation("degrade-link=a,b:0.5")
+
+
+def test_unused_ranks_may_be_cut():
+    """A cut that isolates an NPU the job never uses is fine."""
+    t = single_switch(4, 1e9)
+    df = whatif_collective(t, "allreduce", "1M", ["fail-node=npu3"], ranks=[0, 1, 2], algorithm="ring")
+    assert df["status"].tolist() == ["ok", "ok"] and df["delta_us"].iloc[1] == 0.0
+    assert ring(4, 1e9).num_npus == 4
