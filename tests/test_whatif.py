@@ -210,3 +210,17 @@ def test_unused_ranks_may_be_cut():
     df = whatif_collective(t, "allreduce", "1M", ["fail-node=npu3"], ranks=[0, 1, 2], algorithm="ring")
     assert df["status"].tolist() == ["ok", "ok"] and df["delta_us"].iloc[1] == 0.0
     assert ring(4, 1e9).num_npus == 4
+
+
+def test_shipped_whatif_scenario():
+    """scenarios/whatif_dp_pod.yaml: its whatif list runs; with spray routing a lost spine uplink
+    or a lost spine is lost capacity on the crossing gradients, and halving every RoCE link
+    slows the step too."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scenarios" / "whatif_dp_pod.yaml"
+    df = whatif(path, [])
+    assert (df["status"] == "ok").all() and len(df) == 6
+    delta = dict(zip(df["case"], df["delta_us"], strict=True))
+    assert delta["fail-link=leaf0_1,spine0"] > 0 and delta["fail-node=spine1"] > 0
+    assert delta["degrade-tier=roce:0.5"] > 0 and delta["straggler=5:1.25"] > 0
