@@ -1,0 +1,163 @@
+"""Sweeps beyond one process: independent points on a Dask cluster.
+
+A sweep, a selection study or a planning sweep is a list of independent points (each a
+:func:`hcsim.simulate` call or a job run). :func:`map_points` runs a function over such a
+list, in this process or on a ``dask.distributed.Client`` (a local cluster of worker
+processes, or a remote scheduler), and returns the results in the list's order, so the
+table built from them is the same either way. :func:`dask_client` makes the client from
+the CLI's ``--workers N`` / ``--scheduler tcp://HOST:PORT``.
+
+Dask is an optional extra (``pip install 'hcsim[dask]'``) and is imported only when a
+client is asked for. Everything sent to a worker is pickled: the function must be defined at
+a module's top level (or be a plain callable cloudpickle can carry), the items plain data.
+
+Examples
+--------
+>>> from hcsim.parallel import map_points
+>>> map_points(abs, [-2, 3, -1])
+[2, 3, 1]
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from contextlib import contextmanager
+
+from .errors import ConfigError, bad_value
+from .progress import check_progress, progress_bar
+
+CONNECT_TIMEOUT_S = 5
+"""How long :func:`dask_client` waits for a scheduler before it gives up."""
+
+NEEDS_DASK = "{flag} needs the optional extra hcsim[dask]: pip install 'hcsim[dask]'"
+
+
+def map_points(fn, items, *, client=None, progress=None, desc: str = "", shared=None) -> list:
+    """``[fn(item) for item in items]``, here or on a Dask cluster, in ``items``' order.
+
+    Parameters
+    ----------
+    fn : callable
+        One point's work. Run on a cluster it must pickle: a module-level function.
+    items : sequence
+        The points (plain, picklable data).
+    client : dask.distributed.Client, optional
+        None: a loop in this process. A client: one task per item (``pure=False``: every
+        point runs, even two equal ones); the results are gathered in ``items``' order.
+    progress : None, True or False
+        A bar over the points (:func:`hcsim.progress.progress_enabled`); on a cluster it
+        advances as points finish, in whatever order they finish.
+    desc : str
+        The bar's label.
+    shared : object, optional
+        Data every point needs (a topology, options): passed as ``fn(item, shared)``, sent to
+        each worker once rather than with every point.
+
+    Returns
+    -------
+    list
+        One result per item, in order. An exception raised by a point is raised again here as
+        itself (an :class:`~hcsim.errors.HcsimError` stays a one-line error); on a cluster
+        the points still pending are then cancelled.
+
+    Examples
+    --------
+    >>> map_points(pow, [1, 2, 3], shared=2)
+    [1, 4, 9]
+    """
+    check_progress(progress)
+    items = list(items)
+    if client is None:
+        out = []
+        with progress_bar(len(items), desc, progress) as bar:
+            for item in items:
+                out.append(fn(item) if shared is None else fn(item, shared))
+                bar.update()
+        return out
+    return _map_on_client(client, fn, items, progress, desc, shared)
+
+
+def _map_on_client(client, fn, items, progress, desc, shared) -> list:
+    from distributed import as_completed
+
+    if not items:
+        return []
+    if shared is None:
+        futures = client.map(fn, items, pure=False)
+    else:
+        # scattered once (to every worker), not pickled into every task
+        [handle] = client.scatter([shared], broadcast=True, hash=False)
+        futures = client.map(fn, items, [handle] * len(items), pure=False)
+    try:
+        with progress_bar(len(items), desc, progress) as bar:
+            for future in as_completed(futures):
+                if future.status == "error":
+                    future.result()  # raises the point's own exception, as the worker raised it
+                bar.update()
+        return client.gather(futures)
+    finally:
+        client.cancel(futures)  # nothing left running after an error (a no-op when all are done)
+
+
+SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s:/]+:\d{1,5}")
+
+
+@contextmanager
+def dask_client(workers=None, scheduler=None):
+    """A Dask client for :func:`map_points`, closed when the block ends.
+
+    Parameters
+    ----------
+    workers : int, optional
+        Start a local cluster of this many worker processes (one thread each: the engine is
+        pure Python and numpy, so threads would share one interpreter lock) on this machine.
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of a running ``dask scheduler`` (its workers need hcsim installed,
+        at the same version); given up on after :data:`CONNECT_TIMEOUT_S` seconds.
+
+    Yields
+    ------
+    dask.distributed.Client or None
+        None when neither is given (points then run in this process).
+
+    Examples
+    --------
+    >>> with dask_client() as client:
+    ...     client is None
+    True
+    """
+    if workers is not None and scheduler is not None:
+        raise bad_value("workers", workers, f"give workers (a local cluster) or scheduler, not both "
+                        f"(scheduler = {scheduler!r})")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise bad_value("workers", workers, "a positive integer (worker processes of a local Dask cluster)")
+    if scheduler is not None and (not isinstance(scheduler, str) or not SCHEDULER_ADDRESS.fullmatch(scheduler)
+                                  or not 1 <= int(scheduler.rsplit(":", 1)[1]) <= 65535):
+        raise bad_value("scheduler", scheduler, "a Dask scheduler's address, tcp://HOST:PORT (port 1 to 65535)")
+    if workers is None and scheduler is None:
+        yield None
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError(NEEDS_DASK.format(flag="--workers" if workers is not None else "--scheduler")) from None
+    if workers is not None:
+        # no dashboard (it would take port 8787 and needs bokeh), a free port for the scheduler,
+        # and the workers' logs quiet: a point's error reaches the caller as one line, not as a
+        # worker's "Compute Failed" traceback on stderr
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+            yield client
+        return
+    host, port = scheduler.split("://", 1)[1].rsplit(":", 1)
+    try:  # a refused or unroutable address fails here at once, not after Dask's retries
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, TimeoutError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise ConfigError(f"scheduler = {scheduler!r}: no Dask scheduler answers there ({why}; "
+                          f"waited at most {CONNECT_TIMEOUT_S} s)") from None
+    with client:
+        yield client
