@@ -794,7 +794,7 @@ def _compare(cases, make, keep: bool, progress):
         for case, words, ps in cases:
             try:
                 s = make(ps)
-                r = run(s.topology, s.workload, **s.options)
+                r = run(s.topology, s.workload, **s.options, progress=False)
             except HcsimError as exc:
                 if not ps:
                     raise

@@ -224,3 +224,22 @@ def test_shipped_whatif_scenario():
     delta = dict(zip(df["case"], df["delta_us"], strict=True))
     assert delta["fail-link=leaf0_1,spine0"] > 0 and delta["fail-node=spine1"] > 0
     assert delta["degrade-tier=roce:0.5"] > 0 and delta["straggler=5:1.25"] > 0
+
+
+def test_job_progress_bar_goes_to_stderr_only(capsys):
+    """A forced bar counts the job's operations on stderr; auto is off under capture."""
+    pytest.importorskip("tqdm")
+    from hcsim.scenario import run_scenario
+
+    job = _ring_job()
+    s = load_scenario(job)
+    from hcsim.workload import run
+
+    a = run(s.topology, s.workload, progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and "job" in err and "2/2" in err
+    b = run_scenario(job)
+    out, err = capsys.readouterr()
+    assert out == "" and err == "" and a.step_time_s == b.step_time_s
+    with pytest.raises(HcsimError, match="progress = 'yes'"):
+        run(s.topology, s.workload, progress="yes")

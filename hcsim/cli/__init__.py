@@ -204,6 +204,8 @@ def _parser() -> argparse.ArgumentParser:
     ru.add_argument("--plot", help="write the timeline (PNG, PDF or SVG) here")
     ru.add_argument("--csv", help="write the operation table (one row per operation and rank) here")
     ru.add_argument("--max-rows", type=int, default=40, help="operations printed (the CSV holds all)")
+    ru.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                    help="a progress bar over the operations, on stderr (default: only on a terminal)")
 
     al = sub.add_parser("algos", help="list algorithms per collective")
     al.add_argument("--op", default=None, help="only this collective")
@@ -566,7 +568,7 @@ def _cmd_run(a) -> int:
     if a.max_rows < 0:
         raise HcsimError(f"--max-rows = {a.max_rows}: a count >= 0")
     sc = load_scenario(a.scenario, servers=a.servers, overrides=_settings(a.set))
-    result = run(sc.topology, sc.workload, **sc.options)
+    result = run(sc.topology, sc.workload, **sc.options, progress=a.progress)
     print(_format_job(sc, result, a.max_rows), end="")
     if a.csv:
         result.ops.to_csv(a.csv, index=False)

@@ -27,6 +27,7 @@ from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+from ..progress import check_progress, progress_bar
 from ..topology.io import load_topology
 from ..topology.model import ROUTING_POLICIES
 from ..verify import verify as _verify_schedule
@@ -39,7 +40,7 @@ _KIND = {Compute: "compute", Collective: "collective", SendRecv: "sendrecv", Rec
 
 def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int = 0,
         hccl: HcclConfig | None = None, speed=None, start_s=None, max_transfers: int = MAX_DES_TRANSFERS,
-        max_flow_updates: int = MAX_FLOW_UPDATES) -> JobResult:
+        max_flow_updates: int = MAX_FLOW_UPDATES, progress=None) -> JobResult:
     """Play ``workload`` (one training step, say) on ``topology``'s network.
 
     Parameters
@@ -61,6 +62,9 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         Work bound: the transfers of every collective together (refused before running).
     max_flow_updates : int
         Work bound of the event-driven run (:class:`~hcsim.errors.WorkLimitError`).
+    progress : bool, optional
+        A progress bar over the operations finished (:func:`hcsim.progress.progress_bar`;
+        None: only on a terminal or in a notebook).
 
     Returns
     -------
@@ -97,8 +101,11 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         raise bad_value("workload", workload.name, "at least one operation")
     if hccl is None and topo.product is not None:
         hccl = HcclConfig()
-    return _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
-                max_flow_updates, _starts(start_s, world)).play()
+    check_progress(progress)
+    job = _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
+               max_flow_updates, _starts(start_s, world))
+    with progress_bar(len(workload.ops), f"job {workload.name}", progress) as job.bar:
+        return job.play()
 
 
 def _speeds(speed, world: int) -> np.ndarray:
@@ -163,6 +170,7 @@ class _Job:
         self.fabric = Fabric(topo.compiled(), max_flow_updates)
         self.units = [_ComputeUnit(s) for s in speeds]
         self.starts = starts  # per rank: when its streams start
+        self.bar = None       # the progress bar run() opens
         self.max_transfers = max_transfers
         self.index = {op.name: i for i, op in enumerate(self.ops)}
         self.start_s: dict = {}  # (op, rank) -> start
@@ -255,7 +263,8 @@ class _Job:
                 if self.waiting[key] == 0:
                     ready[key[0]].append(key[1])
         self.left[i] -= len(ranks)
-        if self.left[i] == 0:
+        if self.left[i] == 0 and self.bar is not None:
+            self.bar.update()
             for key in self.on_whole.get(i, ()):
                 self.waiting[key] -= 1
                 if self.waiting[key] == 0:
