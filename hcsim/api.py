@@ -46,12 +46,14 @@ from .hccl.algo_env import parse_hccl_algo
 from .hccl.buffer import piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
-        MAX_CALL_RANKS,
+    MAX_CALL_RANKS,
     MAX_DES_TRANSFERS,
     MAX_FLOW_UPDATES,
     MAX_SIZE_BYTES,
     MAX_SWEEP_SIZES,
 )
+from .parallel import map_points
+from .progress import check_progress, progress_bar
 from .topology.io import load_topology
 from .topology.model import ROUTING_POLICIES
 from .units import GB, parse_size, size_range
@@ -82,7 +84,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
              record="auto", verify="auto", send_matrix=None, hccl_algo: str | None = None,
              hccl: HcclConfig | None = None, qps: int | None = None,
              max_transfers: int = MAX_DES_TRANSFERS, max_flow_updates: int = MAX_FLOW_UPDATES,
-             count: int | None = None, dtype: str | None = None, reduce_op: str = "sum") -> Result:
+             count: int | None = None, dtype: str | None = None, reduce_op: str = "sum",
+             progress=None) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -144,6 +147,9 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         inline (int64, prod; on 910A anything but fp32 sum) is reduced on the vector core at
         the NPUs' ``reduce_Bps`` instead (:func:`hcsim.dtypes.inline_reduce_supported`); the
         vector core's time per byte is scaled by :func:`hcsim.dtypes.reduce_time_factor`.
+    progress : None, True or False
+        A progress bar on stderr over the event-driven run's steps (None: auto, on a terminal
+        or in a notebook once the run has lasted a second; :mod:`hcsim.progress`).
 
     ``algorithm="auto"`` runs what HCCL would pick for the topology's product, the size and
     the server count (:func:`hcsim.hccl.selection.select_algorithm`); ``"best"`` simulates
@@ -161,6 +167,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     """
     _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
                 record, verify, hccl, qps, max_transfers, max_flow_updates)
+    check_progress(progress)
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
     if not isinstance(root, int) or not 0 <= root < len(rank_nodes):
@@ -193,7 +200,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
                   verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps,
-                  max_transfers=max_transfers, max_flow_updates=max_flow_updates, dtype=dtype, reduce_op=reduce_op)
+                  max_transfers=max_transfers, max_flow_updates=max_flow_updates, dtype=dtype, reduce_op=reduce_op,
+                  progress=progress)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
@@ -276,25 +284,45 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     t = cfg.launch_overhead_s
     tables = None
     instants = recomputes = updates = lone = 0
-    for i, (schedule, count) in enumerate(schedules):
-        keep = args.p * len(schedule.steps) <= RECORD_LIMIT if record == "auto" else record
-        run_cfg = dataclasses.replace(cfg, record=bool(keep), launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0)
-        sim = FlowSimulator(topo, rank_nodes, schedule, run_cfg)
-        elapsed = sim.run()
-        if i == 0:
-            tables = functools.partial(tables_from_engine, sim, elapsed)  # built when first read
-            elapsed -= cfg.launch_overhead_s
-        t += count * elapsed
-        instants += sim.instants
-        recomputes += sim.full_recomputes
-        updates += sim.flow_updates
-        lone += sim.lone_steps
+    total = sum(len(s.steps) for s, _ in schedules) if progress is not False else 0
+    with progress_bar(total, f"{collective} {spec.name}", progress) as steps_bar:
+        for i, (schedule, count) in enumerate(schedules):
+            keep = args.p * len(schedule.steps) <= RECORD_LIMIT if record == "auto" else record
+            run_cfg = dataclasses.replace(cfg, record=bool(keep),
+                                          launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0)
+            sim = FlowSimulator(topo, rank_nodes, schedule, run_cfg)
+            if steps_bar.enabled:
+                sim.on_progress = _StepsDone(steps_bar)
+            elapsed = sim.run()
+            if sim.on_progress is not None:
+                sim.on_progress(len(schedule.steps))  # a rank-less last step is never retired
+            if i == 0:
+                tables = functools.partial(tables_from_engine, sim, elapsed)  # built when first read
+                elapsed -= cfg.launch_overhead_s
+            t += count * elapsed
+            instants += sim.instants
+            recomputes += sim.full_recomputes
+            updates += sim.flow_updates
+            lone += sim.lone_steps
     # contention_free_steps: steps run by the contention-free pass (FlowSimulator.run), no instants
     config.update(instants=instants, full_rate_recomputes=recomputes, flow_updates=updates,
                   contention_free_steps=lone)
     if len(schedules) > 1 or schedules[0][1] > 1:
         config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
     return Result(collective, spec.name, mode, args.p, nbytes, t, config, tables)
+
+
+class _StepsDone:
+    """:attr:`FlowSimulator.on_progress` for :func:`simulate`'s bar: moves it by the change in
+    the run's finished steps (the bar counts the steps of every distinct buffer piece)."""
+
+    def __init__(self, bar):
+        self.bar, self.steps = bar, 0
+
+    def __call__(self, steps: int) -> None:
+        if steps != self.steps:
+            self.bar.update(steps - self.steps)
+            self.steps = steps
 
 
 _VERIFIED: dict = {}
@@ -527,7 +555,7 @@ def resolve_sizes(sizes, factor: int = 2) -> list[int]:
 
 
 def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, factor: int = 2,
-          **kwargs) -> pd.DataFrame:
+          client=None, progress=None, **kwargs) -> pd.DataFrame:
     """Simulate ``collective`` over a range of sizes for several algorithms.
 
     Parameters
@@ -539,6 +567,13 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         a list gives the sizes themselves.
     algorithms : list, optional
         Names or callables; default every algorithm registered for the collective.
+    client : dask.distributed.Client, optional
+        Run the points on a Dask cluster (:func:`hcsim.parallel.dask_client`), one task per
+        (size, algorithm); the table is the same as without one. Algorithms are sent by name
+        (the workers' registries must know them: built-ins, or registered on import) or as
+        picklable callables.
+    progress : None, True or False
+        A bar over the points on stderr (:mod:`hcsim.progress`; None: auto).
     **kwargs
         Passed to :func:`simulate` (``ranks``, ``mode``, ``routing``, ...).
 
@@ -558,7 +593,8 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     [1024, 2048, 4096]
     """
     check_collective_name(collective)
-    check_options(kwargs, exclude=("algorithm", "count"), where="sweep")
+    check_options(kwargs, exclude=("algorithm", "count", "progress"), where="sweep")
+    check_progress(progress)
     topo = load_topology(topology)
     size_list = resolve_sizes(sizes, factor)
     if algorithms is None:
@@ -587,26 +623,42 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     if mode == "analytical":  # the closed form, with what does not depend on the size done once
         engine = _FastAnalytical(topo, collective, kwargs)
         fast = [engine.column(algo, size_list) for algo in algorithms]
+    # the points simulate() answers, in the table's order (size by size, algorithm by algorithm)
+    todo = [(n, algo) for i, n in enumerate(size_list) for algo, col in zip(algorithms, fast, strict=True)
+            if reasons[i] is None and col[i] is None]
+    answers = iter(map_points(_sweep_point, todo, client=client, progress=progress, shared=(topo, collective, kwargs),
+                              desc=f"sweep {collective}"))
     for i, n in enumerate(size_list):
         for algo, col in zip(algorithms, fast, strict=True):
             if reasons[i] is not None:
                 table.refuse(algo, n, reasons[i])
-                continue
-            if col[i] is not None:
+            elif col[i] is not None:
                 t, ran, ranks, size_bytes, _ = col[i]
                 table.add(algo, ran, ranks, size_bytes, t)
-                continue
-            try:
-                r = simulate(topo, collective, n, algo, **kwargs)
-            except WorkLimitError as exc:  # one point over the work bound does not sink the sweep
-                table.refuse(algo, n, str(exc))
-                continue
-            table.add(algo, r.algorithm, r.ranks, r.size_bytes, r.time_s, r.mode)
+            else:
+                r = next(answers)
+                if isinstance(r, str):  # one point over the work bound does not sink the sweep
+                    table.refuse(algo, n, r)
+                else:
+                    table.add(algo, *r)
     df = table.frame()
     if "refused" in df:
         if (df["refused"] != "").all():  # nothing ran: that is an error, not a table of refusals
             raise WorkLimitError(f"every point refused, e.g. {df['refused'].iloc[0]}")
     return df
+
+
+def _sweep_point(point, shared):
+    """One :func:`sweep` point: ``(algorithm, ranks, size_bytes, time_s, mode)`` of simulate()'s
+    Result, or the reason a work bound refused it. Module-level, and returning plain data, so
+    that it runs on a Dask worker (:func:`hcsim.parallel.map_points`)."""
+    n, algo = point
+    topo, collective, kwargs = shared
+    try:
+        r = simulate(topo, collective, n, algo, progress=False, **kwargs)  # the sweep has its own bar
+    except WorkLimitError as exc:
+        return str(exc)
+    return r.algorithm, r.ranks, r.size_bytes, r.time_s, r.mode
 
 
 # --- The analytical fast path -----------------------------------------------------------------

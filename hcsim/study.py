@@ -16,11 +16,14 @@ from .api import (
 )
 from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
+from .parallel import map_points
+from .progress import check_progress
 from .topology.io import load_topology
 
 
 def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ranks=None, mode: str = "des",
-           hccl_algo: str | None = None, hccl: HcclConfig | None = None, **kwargs) -> pd.DataFrame:
+           hccl_algo: str | None = None, hccl: HcclConfig | None = None, client=None, progress=None,
+           **kwargs) -> pd.DataFrame:
     """Race HCCL's choice against every candidate algorithm, size by size.
 
     Parameters
@@ -32,6 +35,11 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     hccl : HcclConfig, optional
         CCL buffer size and determinism (default: HCCL's defaults); every candidate runs
         through the same buffer.
+    client : dask.distributed.Client, optional
+        Race the sizes on a Dask cluster (:func:`hcsim.parallel.dask_client`), one task per
+        size (HCCL's choice, then every other candidate); the table is the same as without.
+    progress : None, True or False
+        A bar over the sizes on stderr (:mod:`hcsim.progress`; None: auto).
 
     Returns
     -------
@@ -48,7 +56,8 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     ['mesh', 'mesh', 'mesh']
     """
     check_collective_name(collective)
-    check_options(kwargs, exclude=("algorithm", "ranks", "mode", "hccl_algo", "hccl"), where="select")
+    check_options(kwargs, exclude=("algorithm", "ranks", "mode", "hccl_algo", "hccl", "progress"), where="select")
+    check_progress(progress)
     if mode not in ("des", "analytical"):
         raise bad_value("mode", mode, "one of des, analytical")
     if hccl is not None and not isinstance(hccl, HcclConfig):
@@ -67,22 +76,13 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
         fast_auto = _FastAnalytical(topo, collective, auto_kw).column("auto", size_list)
         rivals = _FastAnalytical(topo, collective, rival_kw)
         fast_rivals = {algo: rivals.column(algo, size_list) for algo in cands}
-    for i, size in enumerate(size_list):
-        point = fast_auto[i] if fast_auto else None
-        chosen = (_Chosen(*point) if point is not None
-                  else simulate(topo, collective, size, "auto", **auto_kw))
-        times = {}
-        for algo in cands:
-            if algo == chosen.algorithm:
-                times[algo] = chosen.time_s
-            elif fast_rivals and fast_rivals[algo][i] is not None:
-                times[algo] = fast_rivals[algo][i][0]
-            else:
-                try:
-                    times[algo] = simulate(topo, collective, size, algo, **rival_kw).time_s
-                except WorkLimitError:  # a rival over the work bound is left out of this size's race
-                    times[algo] = math.nan
-        times.setdefault(chosen.algorithm, chosen.time_s)
+    # one race per size: what the analytical fast path answered goes along, simulate() runs the rest
+    races = [(size, fast_auto[i] if fast_auto else None,
+              {algo: fast_rivals[algo][i][0] for algo in cands if fast_rivals and fast_rivals[algo][i] is not None})
+             for i, size in enumerate(size_list)]
+    raced = map_points(_race, races, client=client, progress=progress, desc=f"select {collective}",
+                       shared=(topo, collective, cands, auto_kw, rival_kw))
+    for size, (chosen, times) in zip(size_list, raced, strict=True):
         fastest = min(t for t in times.values() if t == t)
         tied = [a for a in times if times[a] <= fastest * (1 + 1e-9)]
         # ties go to the previous size's best (no crossover between equals), then HCCL's choice
@@ -101,6 +101,31 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     df.attrs["topology"] = topo.name
     df.attrs["mode"] = mode
     return df
+
+
+def _race(race, shared):
+    """One size of :func:`select`: HCCL's choice (a :class:`_Chosen`) and every candidate's time
+    (NaN where a work bound refused it). Module-level and plain data, for a Dask worker."""
+    size, fast_point, fast_times = race
+    topo, collective, cands, auto_kw, rival_kw = shared
+    if fast_point is not None:
+        chosen = _Chosen(*fast_point)
+    else:
+        r = simulate(topo, collective, size, "auto", progress=False, **auto_kw)  # select has its own bar
+        chosen = _Chosen(r.time_s, r.algorithm, r.ranks, r.size_bytes, r.config.get("selected_by", ""))
+    times = {}
+    for algo in cands:
+        if algo == chosen.algorithm:
+            times[algo] = chosen.time_s
+        elif algo in fast_times:
+            times[algo] = fast_times[algo]
+        else:
+            try:
+                times[algo] = simulate(topo, collective, size, algo, progress=False, **rival_kw).time_s
+            except WorkLimitError:  # a rival over the work bound is left out of this size's race
+                times[algo] = math.nan
+    times.setdefault(chosen.algorithm, chosen.time_s)
+    return chosen, times
 
 
 class _Chosen:

@@ -541,6 +541,12 @@ class FlowSimulator:
     3.0
     """
 
+    on_progress = None
+    """``on_progress(steps)``, optional: called as the run advances with the number of steps
+    every rank has finished (up to ``len(schedule.steps)``), for a progress bar. It can drop
+    back to 0 once, when the contention-free pass gives up and the event-driven run starts
+    over. None (the default) costs one attribute test per finished step."""
+
     def __init__(self, topo, rank_nodes, schedule, config: EngineConfig, fabric: Fabric | None = None,
                  on_finish=None):
         # runs on a shared fabric use its compiled topology (compiling checks the whole graph)
@@ -678,6 +684,8 @@ class FlowSimulator:
                 continue
             route = self._routing(step)
             if bound is not None and not bound.add(step, route):
+                if self.on_progress is not None:
+                    self.on_progress(0)  # the event-driven run starts over
                 return None
             st = _StepState(k, step, route, 0, False, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
@@ -704,6 +712,8 @@ class FlowSimulator:
             np.maximum.at(nxt, st.src, done)
             np.maximum.at(nxt, st.dst, done)
             enter = nxt
+            if fill and self.on_progress is not None:
+                self.on_progress(k + 1)
             if fill:  # kept aside until the pass has finished (a bound may still stop it)
                 steps.append((k, st.n, ready.min(), done.max()))
                 per_sub = np.repeat(st.nbytes / np.maximum(np.diff(r.sub_ptr), 1), np.diff(r.sub_ptr))
@@ -979,6 +989,8 @@ class FlowSimulator:
 
     def _retire(self):
         low = int(self.cur_step.min())
+        if self.on_progress is not None:
+            self.on_progress(low)
         for k in [k for k, s in self.states.items() if s.left == 0 and k < low]:
             st = self.states.pop(k)
             if self.cfg.record:
