@@ -10,7 +10,7 @@ STAMP := $(VENV)/.hcsim-installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,fast]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,fast,dask,progress]'
 	touch $(STAMP)
 
 demo: $(STAMP)
