@@ -105,7 +105,7 @@ SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s:/]+:\d{1,5}")
 
 
 @contextmanager
-def dask_client(workers=None, scheduler=None):
+def dask_client(workers=None, scheduler=None, *, flags: bool = False):
     """A Dask client for :func:`map_points`, closed when the block ends.
 
     Parameters
@@ -116,6 +116,8 @@ def dask_client(workers=None, scheduler=None):
     scheduler : str, optional
         ``tcp://HOST:PORT`` of a running ``dask scheduler`` (its workers need hcsim installed,
         at the same version); given up on after :data:`CONNECT_TIMEOUT_S` seconds.
+    flags : bool
+        Name the fields ``--workers`` and ``--scheduler`` in errors (the command line's).
 
     Yields
     ------
@@ -128,14 +130,15 @@ def dask_client(workers=None, scheduler=None):
     ...     client is None
     True
     """
+    w_field, s_field = ("--workers", "--scheduler") if flags else ("workers", "scheduler")
     if workers is not None and scheduler is not None:
-        raise bad_value("workers", workers, f"give workers (a local cluster) or scheduler, not both "
-                        f"(scheduler = {scheduler!r})")
+        raise bad_value(w_field, workers, f"give {w_field} (a local cluster) or {s_field} (a running one), not both "
+                        f"({s_field} = {scheduler!r})")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise bad_value("workers", workers, "a positive integer (worker processes of a local Dask cluster)")
+        raise bad_value(w_field, workers, "a positive integer (worker processes of a local Dask cluster)")
     if scheduler is not None and (not isinstance(scheduler, str) or not SCHEDULER_ADDRESS.fullmatch(scheduler)
                                   or not 1 <= int(scheduler.rsplit(":", 1)[1]) <= 65535):
-        raise bad_value("scheduler", scheduler, "a Dask scheduler's address, tcp://HOST:PORT (port 1 to 65535)")
+        raise bad_value(s_field, scheduler, "a Dask scheduler's address, tcp://HOST:PORT (port 1 to 65535)")
     if workers is None and scheduler is None:
         yield None
         return
@@ -157,7 +160,7 @@ def dask_client(workers=None, scheduler=None):
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
     except (OSError, TimeoutError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(f"scheduler = {scheduler!r}: no Dask scheduler answers there ({why}; "
+        raise ConfigError(f"{s_field} = {scheduler!r}: no Dask scheduler answers there ({why}; "
                           f"waited at most {CONNECT_TIMEOUT_S} s)") from None
     with client:
         yield client

@@ -64,6 +64,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"hcsim: error: {text}\n")
 
 
+def _add_parallel_flags(parser, what: str) -> None:
+    """--workers, --scheduler and --progress of the sweeping subcommands (hcsim.parallel, hcsim.progress)."""
+    parser.add_argument("--workers", type=int, default=None,
+                        help=f"run the {what} on a local Dask cluster of N worker processes (hcsim[dask])")
+    parser.add_argument("--scheduler", default=None,
+                        help=f"run the {what} on a running Dask scheduler, tcp://HOST:PORT (hcsim[dask])")
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help="a progress bar on stderr (default: when stderr is a terminal and HCSIM_PROGRESS "
+                             "is not 0)")
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="hcsim", description="Simulate HCCL collectives on Ascend clusters.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -89,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--csv", help="also write the rows to this CSV file")
     sw.add_argument("--plot", help="write a bandwidth-vs-size plot (PNG) here")
     sw.add_argument("--metric", default="busbw_GBps", help="what --plot draws: busbw_GBps, algbw_GBps, time_us")
+    _add_parallel_flags(sw, "points")
 
     se = sub.add_parser("select", help="HCCL's algorithm choice versus the fastest, size by size")
     se.add_argument("--topology", "-t", default="atlas900-a2-pod", help="built-in name or YAML file")
@@ -107,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("--csv", help="write the table to this CSV file")
     se.add_argument("--plot", help="write time vs size per candidate (PNG), fastest regions shaded")
     se.add_argument("--metric", default="time_us", help="what --plot draws: time_us or algbw_GBps")
+    _add_parallel_flags(se, "sizes")
 
     ht = sub.add_parser("hccl-test", help="simulate an hccl_test binary, printing hccl_test's table")
     ht.add_argument("binary", help="all_reduce_test, all_gather_test, reduce_scatter_test, alltoall_test, "
@@ -218,6 +231,7 @@ def _cmd_sweep(a) -> int:
     from ..algorithms.registry import algorithms_for, check_collective
     from ..api import sweep
     from ..hccl.selection import candidates
+    from ..parallel import dask_client
     from ..report import format_sweep
 
     check_collective(a.op)
@@ -236,9 +250,12 @@ def _cmd_sweep(a) -> int:
         if not algos:
             raise HcsimError(f"--algo = {a.algo!r}: comma-separated algorithm names (hcsim algos --op {a.op}), "
                              "or 'all'")
-    df = sweep(topo, a.op, sizes=(a.minbytes, a.maxbytes), algorithms=algos, factor=a.stepfactor,
-               ranks=_ranks(a.ranks), root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo,
-               max_transfers=a.max_transfers, max_flow_updates=a.max_flow_updates)
+    ranks = _ranks(a.ranks)
+    with dask_client(a.workers, a.scheduler, flags=True) as client:
+        df = sweep(topo, a.op, sizes=(a.minbytes, a.maxbytes), algorithms=algos, factor=a.stepfactor,
+                   ranks=ranks, root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo,
+                   max_transfers=a.max_transfers, max_flow_updates=a.max_flow_updates, client=client,
+                   progress=a.progress)
     print(format_sweep(df, topo.name), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)
@@ -267,6 +284,7 @@ def _servers(topo):
 def _cmd_select(a) -> int:
     from ..algorithms.registry import check_collective
     from ..hccl.selection import HcclConfig
+    from ..parallel import dask_client
     from ..report import format_select
     from ..study import select
     from ..units import parse_size
@@ -278,9 +296,10 @@ def _cmd_select(a) -> int:
         raise HcsimError(f"--metric = {a.metric!r}: one of time_us, algbw_GBps")
     topo = _topology(a)
     cfg = HcclConfig(buffer_bytes=parse_size(a.buffsize, "--buffsize"))
-    df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
-                hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers,
-                max_flow_updates=a.max_flow_updates)
+    with dask_client(a.workers, a.scheduler, flags=True) as client:
+        df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
+                    hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers,
+                    max_flow_updates=a.max_flow_updates, client=client, progress=a.progress)
     print(format_select(df), end="")
     if a.csv:
         df.to_csv(a.csv, index=False)
