@@ -59,3 +59,19 @@ bench-smpi: $(STAMP)
 .PHONY: bench-analytical
 bench-analytical: $(STAMP)
 	$(BIN)/python benchmarks/bench_analytical.py $(BENCH_ARGS)
+
+# Re-run every notebook in place and store its outputs (text and images) so they read on GitHub:
+# no progress bars, matplotlib's Agg backend, cells run in a scratch directory (what they write
+# is thrown away). tests/test_notebooks.py checks that every notebook is stored with outputs.
+# NOTEBOOK_FILES=notebooks/whatif.ipynb re-runs one.
+NOTEBOOK_FILES ?= notebooks/*.ipynb
+.PHONY: notebooks
+notebooks: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[notebooks]'
+	@scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; for nb in $(NOTEBOOK_FILES); do \
+		echo "executing $$nb"; \
+		HCSIM_PROGRESS=0 MPLBACKEND=Agg $(BIN)/python -c 'import sys, nbformat; from nbclient import NotebookClient; \
+nb = nbformat.read(sys.argv[1], as_version=4); \
+NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False, \
+resources={"metadata": {"path": sys.argv[2]}}).execute(); \
+nbformat.write(nb, sys.argv[1])' "$$nb" "$$scratch" || exit 1; done
