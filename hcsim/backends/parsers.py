@@ -226,6 +226,8 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     header = None
     rows = []
     for number, line in enumerate(lines, 1):
+        if line.lstrip().startswith("#"):  # a comment is never the table (nor a row)
+            continue
         if "data_size(Bytes)" in line:
             header = [c.strip().rstrip(":") for c in line.split("|")]
             continue
@@ -430,7 +432,8 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
         keep = [h for h in ("op", "ranks", "bytes", "time_us", "case") if h in names]
     else:
         raise ConfigError(f"measured = {str(path)!r}: CSV needs columns collective,size_bytes,time_us or "
-                          f"op,bytes,time_us (has {shown(', '.join(sorted(names)))})")
+                          f"op,bytes,time_us (has {shown(', '.join(sorted(names)))}), or a mapping: "
+                          "columns='size=COL:bytes,time=COL:us' (--columns; docs/validation.md)")
     rename = {"op": "collective", "bytes": "size_bytes"} if coll_col == "op" else {}
     index = {h: i for i, h in enumerate(header) if h}
     rows = []
@@ -474,15 +477,48 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     return df
 
 
-def load_measured(path, collective: str | None = None, ranks: int | None = None) -> pd.DataFrame:
-    """Read a measured file: hccl_test output, nccl-tests output, a sweep-shaped CSV, or a CSV
-    with ``op, ranks, bytes, time_us`` columns (as docs/data/published keeps them).
+def load_measured(path, collective: str | None = None, ranks: int | None = None, columns=None) -> pd.DataFrame:
+    """Read a measured file: hccl_test output, nccl-tests (or rccl-tests) output, an OSU
+    collective latency table, a sweep-shaped CSV, a CSV with ``op, ranks, bytes, time_us``
+    columns (as docs/data/published keeps them), or any CSV or whitespace table through a
+    column mapping.
 
-    Returns a frame whose sizes are whole byte counts >= 1 (int64) and whose times are finite
-    and > 0; anything else in the file is one :class:`~hcsim.errors.ConfigError` line naming
-    the file, line and column (the module docstring lists what is left out with a warning).
+    The format is decided by the data lines (:func:`hcsim.backends.readers.detect_format`),
+    never by words in ``#`` comments.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (UTF-8; a BOM, CRLF line ends, comments and blank lines anywhere are fine).
+    collective : str, optional
+        The collective (``--op``): required where the file does not record it; where it does,
+        rows of other collectives are left out.
+    ranks : int, optional
+        The rank count, where the file does not record it (it may repeat, not contradict it).
+    columns : str or dict, optional
+        Which column holds what, with units (``"size=bytes,time=latency:ms"``, a wide table
+        ``"size=bytes,wide=algorithm,values=time:us"``; grammar:
+        :func:`hcsim.backends.readers.parse_columns`). For CSV and whitespace tables only.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`COLUMNS` (plus the CSV's own extra columns, and ``algorithm_given`` where
+        algorithm names were read); sizes are whole byte counts >= 1 (int64) and times finite
+        and > 0; ``attrs["left_out"]``. Anything else in the file is one
+        :class:`~hcsim.errors.ConfigError` line naming the file, line and column (the module
+        docstring lists what is left out with a warning).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "osu.txt"
+    >>> _ = f.write_text("# OSU MPI Allreduce Latency Test v7.3\\n# Size   Avg Latency(us)\\n1024   5.5\\n")
+    >>> load_measured(f, ranks=8)[["collective", "ranks", "size_bytes", "time_us"]].values.tolist()
+    [['allreduce', 8.0, 1024, 5.5]]
     """
     from ..algorithms.registry import check_collective
+    from .readers import detect_format, parse_mapped, parse_osu
 
     if collective is not None:
         check_collective(collective)
@@ -491,10 +527,22 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None)
         raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
     path, text = _read_text(path)
     src = _Source(path)
-    if "data_size(Bytes)" in text:
+    kind = detect_format(text)
+    if columns is not None:
+        if kind in ("hccl_test", "nccl-tests"):
+            raise bad_value("columns", columns, f"only for CSV and whitespace tables; {str(path)!r} is {kind} "
+                            "output, read as it is (leave columns out)")
+        df = parse_mapped(text, columns, collective, ranks, csv_like=kind != "table", source=src)
+        return src.warn(_only(df, path, collective))
+    if kind == "hccl_test":
         return src.warn(_only(parse_hccl_test(text, collective, ranks, source=src), path, collective))
-    if "algbw" in text and "busbw" in text and "#wrong" in text or "out-of-place" in text:
+    if kind == "nccl-tests":
         return src.warn(_only(parse_nccl_tests(text, collective, ranks, source=src), path, collective))
+    if kind == "table":
+        return src.warn(_only(parse_osu(text, collective, ranks, source=src), path, collective))
+    implied = _implied_columns(text, collective, src) if kind == "csv" else None
+    if implied:  # a CSV in hcsim's units with no op column: the collective given says what ran
+        return src.warn(_only(parse_mapped(text, implied, collective, ranks, source=src), path, collective))
     df = _parse_csv(text, path, collective, src)
     if ranks is not None:
         recorded = sorted({int(k) for k in df["ranks"].dropna()})
@@ -507,6 +555,24 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None)
     if df.empty:
         raise ConfigError(f"measured = {str(path)!r}: no rows left ({'; '.join(src.left_out[:3])})")
     return src.warn(df)
+
+
+def _implied_columns(text, collective, src: _Source) -> str | None:
+    """The mapping a CSV in hcsim's own column names implies (``bytes`` or ``size_bytes``, and
+    ``time_us``, ``busbw_GBps`` or ``algbw_GBps``) when it has no op column and ``collective``
+    is given; None for every other CSV (read as before, or refused)."""
+    first = next(_csv_records(text, src), None)
+    if not collective or first is None:
+        return None
+    names = set(first[1])
+    if names & {"op", "collective"}:
+        return None
+    size = next((c for c in ("size_bytes", "bytes") if c in names), None)
+    value = next((c for c in ("time_us", "busbw_GBps", "algbw_GBps") if c in names), None)
+    if size is None or value is None:
+        return None
+    spec = f"size={size},{value.split('_')[0]}={value}"
+    return spec + "".join(f",{c}={c}" for c in ("ranks", "algorithm") if c in names)
 
 
 def _only(df: pd.DataFrame, path, collective) -> pd.DataFrame:

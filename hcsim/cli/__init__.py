@@ -13,7 +13,7 @@ from importlib import import_module
 from ..errors import HcsimError
 from ..limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
 
-SUBCOMMAND_MODULES = ("whatif",)
+SUBCOMMAND_MODULES = ("whatif", "plan")
 """Modules of ``hcsim.cli`` that each add one subcommand: ``register(subparsers)`` adds its parser
 and sets ``handler`` (a function of the parsed arguments returning the exit status)."""
 
@@ -155,6 +155,8 @@ def _parser() -> argparse.ArgumentParser:
                     "every point run, interleaved (each keeps the median)")
     va.add_argument("--op", default=None, help="collective (when the file does not say)")
     va.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
+    va.add_argument("--columns", default=None, help="which CSV/table column holds what, units named: "
+                    "size=bytes,time=latency:ms; busbw=COL:GBps; wide=algorithm,values=time:us (docs/validation.md)")
     va.add_argument("--algo", default="auto", help="algorithm to predict with (default: the one each row records, "
                     "else HCCL's choice)")
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
@@ -193,6 +195,8 @@ def _parser() -> argparse.ArgumentParser:
                     "interleaved (each probe size keeps the median)")
     ca.add_argument("--op", default=None, help="collective (when the file does not say)")
     ca.add_argument("--ranks", type=int, default=None, help="rank count (when the file does not say)")
+    ca.add_argument("--columns", default=None, help="which CSV/table column holds what, units named: "
+                    "size=bytes,time=latency:ms; busbw=COL:GBps; wide=algorithm,values=time:us (docs/validation.md)")
     ca.add_argument("--algo", default="auto", help="what ran (default: the one each row records, else HCCL's choice)")
     ca.add_argument("--out", required=True, help="write the calibrated topology YAML here")
     ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
@@ -354,7 +358,7 @@ def _cmd_validate(a) -> int:
         return 0
     if a.measured is None or a.topology is None:
         raise HcsimError("validate: --measured FILE and --topology T, or --backend mpi")
-    measured = load_measured(a.measured, a.op, a.ranks)
+    measured = load_measured(a.measured, a.op, a.ranks, a.columns)
     if measured["collective"].isna().any():
         raise HcsimError("--op: the measured file does not name its collective; pass --op")
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"))
@@ -530,7 +534,7 @@ def _cmd_calibrate(a) -> int:
         return 0
     if a.measured is None or a.topology is None:
         raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
-    measured = load_measured(a.measured, a.op, a.ranks)
+    measured = load_measured(a.measured, a.op, a.ranks, a.columns)
     fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work)
     scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items()) or "no tier"
     unused = f" (no point crosses {', '.join(rep['tiers_unused'])}: left as built)" if rep["tiers_unused"] else ""

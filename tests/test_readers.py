@@ -1,0 +1,388 @@
+"""Readers for any benchmark output (hcsim.backends.readers): format detection from data lines
+only, OSU tables, CSVs through a column mapping, robustness to comments, BOMs, CRLF and
+trailing separators; every bad input is one HcsimError line."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hcsim.algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
+from hcsim.backends import load_measured
+from hcsim.backends.parsers import MeasuredRowWarning, check_measured
+from hcsim.backends.readers import (
+    MeasuredAlgorithmWarning,
+    detect_format,
+    hcsim_algorithm,
+    parse_columns,
+)
+from hcsim.cli import main
+from hcsim.errors import HcsimError
+
+OSU = """# OSU MPI Allreduce Latency Test v7.1
+# Datatype: MPI_CHAR.
+# Size       Avg Latency(us)   Min Latency(us)   Max Latency(us)  Iterations
+1                     174.36            135.35            221.55        1000
+2                     171.71            130.58            219.23        1000
+4                     173.35            129.88            221.56        1000
+"""
+
+OSU_WIDE = """# OSU MPI Allgather Latency Test, one column per algorithm
+Size    ring(us)    recursive_doubling(us)    neighbor(ms)
+1024    10.5        9.25                      0.0125
+2048    11.0        9.75                      0.0130
+"""
+
+NCCL_WITH_CSV_COMMENT = """# nccl-tests style words: out-of-place in-place algbw busbw #wrong
+op,ranks,bytes,time_us
+allreduce,8,1024,12.5
+"""
+
+CSV_WORDS_IN_COMMENTS = """# data_size(Bytes): | aveg_time(us): (a comment quoting hccl_test's header)
+# out-of-place busbw #wrong
+bytes,latency
+1024,0.5
+2048,0.75
+"""
+
+
+def one_line(call, *needles):
+    with pytest.raises(HcsimError) as info:
+        call()
+    text = str(info.value)
+    assert "\n" not in text and "\r" not in text, text
+    for needle in needles:
+        assert needle in text, text
+    return text
+
+
+def write(tmp_path, text, name="m.txt", raw=False):
+    path = tmp_path / name
+    if raw:
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+# ---- detection ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, kind", [
+    (OSU, "table"),
+    (OSU_WIDE, "table"),
+    (NCCL_WITH_CSV_COMMENT, "csv"),
+    (CSV_WORDS_IN_COMMENTS, "csv"),
+    ("mpirun -n 8 ./bin/all_reduce_test\nthe minbytes is 8, maxbytes is 8\ndata_size(Bytes): | aveg_time(us):\n"
+     "8 | 1.5\n", "hccl_test"),
+    ("#  size count type redop root time\n        1024           256     float     sum      -1     5.45    0.19"
+     "    0.33      0     5.35    0.19    0.33      0\n", "nccl-tests"),
+    ("# only\n# comments, here\n\n", None),
+    ("hello world\n", None),
+])
+def test_format_is_decided_by_data_lines_not_comments(text, kind):
+    assert detect_format(text) == kind
+
+
+def test_comments_with_other_formats_words_do_not_fool_the_reader(tmp_path):
+    df = load_measured(write(tmp_path, NCCL_WITH_CSV_COMMENT, "a.csv"))
+    assert df[["collective", "ranks", "size_bytes", "time_us"]].values.tolist() == [["allreduce", 8.0, 1024, 12.5]]
+    df = load_measured(write(tmp_path, CSV_WORDS_IN_COMMENTS, "b.csv"), "allgather", 4,
+                       columns="size=bytes,time=latency:ms")
+    assert df["time_us"].tolist() == [500.0, 750.0] and df["size_bytes"].tolist() == [1024, 2048]
+
+
+# ---- OSU ---------------------------------------------------------------------------------
+
+def test_osu_table_reads_the_average_latency():
+    df = load_measured_text(OSU, ranks=16)
+    # values read from the text above, independently of the reader
+    assert df["size_bytes"].tolist() == [1, 2, 4]
+    assert df["time_us"].tolist() == [174.36, 171.71, 173.35]
+    assert set(df["collective"]) == {"allreduce"} and set(df["ranks"]) == {16.0}
+    check_measured(df)
+
+
+def load_measured_text(text, *args, tmp=None, **kwargs):
+    import pathlib
+    import tempfile
+
+    path = pathlib.Path(tempfile.mkdtemp()) / "measured.txt"
+    path.write_text(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasuredAlgorithmWarning)
+        return load_measured(path, *args, **kwargs)
+
+
+def test_osu_wide_table_one_column_per_algorithm():
+    with pytest.warns(MeasuredAlgorithmWarning, match="neighbor"):
+        df = load_measured(write_tmp(OSU_WIDE), "allgather", 8)
+    # OSU's allgather Size is per rank: hcsim's size is the whole buffer (x 8 ranks)
+    assert df["size_bytes"].tolist() == [8192, 8192, 8192, 16384, 16384, 16384]
+    assert df["time_us"].tolist() == pytest.approx([10.5, 9.25, 12.5, 11.0, 9.75, 13.0])
+    assert df["algorithm_given"].tolist()[:3] == ["ring", "recursive_doubling", "neighbor"]
+    # recursive doubling allgather is hcsim's hd (hcsim.backends.mpi.MPI_ALGORITHMS); neighbor has none
+    assert df["algorithm"].tolist()[:3] == ["ring", "hd", "neighbor"]
+    assert df.attrs["algorithm_names"] == {"ring": "ring", "recursive_doubling": "hd", "neighbor": "neighbor"}
+
+
+def write_tmp(text, name="m.txt"):
+    import pathlib
+    import tempfile
+
+    path = pathlib.Path(tempfile.mkdtemp()) / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, kwargs, needles", [
+    (OSU, dict(collective="alltoall"), ["op = 'alltoall'", "OSU allreduce output"]),
+    (OSU.replace("# OSU MPI Allreduce Latency Test v7.1\n", ""), {}, ["the collective is not recorded", "--op"]),
+    (OSU_WIDE, dict(collective="allgather"), ["Size is per rank", "ranks="]),
+    (OSU.replace("174.36", "fast"), dict(ranks=4), ["line 4, column 2 (Avg Latency(us)) = 'fast'"]),
+    (OSU.replace("            135.35", ""), dict(ranks=4), ["line 4: 4 fields; the header (line 3) has 5"]),
+    (OSU.replace("Avg Latency(us)", "Avg Latency"), dict(ranks=4), ["(header) = 'Avg Latency'", "ring(us)"]),
+    (OSU.replace("# Size ", "# Bytes"), dict(ranks=4), []),  # Bytes is a size column name too
+    (OSU.replace("# Size ", "# Lines"), dict(ranks=4), ["(header) = 'Lines'", "Size"]),
+    (OSU.replace("# Size       Avg", "# Size Avg"), dict(ranks=4), ["(header) = 'Size Avg Latency(us)'"]),
+    (OSU.replace("Latency Test", "Bandwidth Test"), {}, ["OSU bandwidth test"]),
+])
+def test_osu_errors_are_one_line(text, kwargs, needles):
+    path = write_tmp(text)
+    if not needles:
+        assert len(load_measured(path, **kwargs)) == 3
+        return
+    one_line(lambda: load_measured(path, **kwargs), *needles)
+
+
+def test_osu_plain_header_crlf_bom_and_text_lines():
+    text = ("\ufeffsome launcher line\r\nSize\tAvg Latency(us)\r\n\r\n8\t2.5\r\n# a comment\r\n16\t3.5\r\n"
+            "Size\tAvg Latency(us)\r\n")
+    path = write_tmp("")
+    path.write_bytes(text.encode())
+    with pytest.warns(MeasuredRowWarning, match="not a table row"):
+        df = load_measured(path, "broadcast", 4)
+    assert df["time_us"].tolist() == [2.5, 3.5] and df["size_bytes"].tolist() == [8, 16]
+
+
+# ---- the column mapping -------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec, needles", [
+    ("size=bytes,time=latency_ms", ["columns time = 'latency_ms'", "name the unit", "ms"]),
+    ("size=bytes,time=latency:minutes", ["columns time = 'latency:minutes'", "us, ms, s"]),
+    ("size=Size,time=time_us", ["columns size = 'Size'", "name the unit"]),
+    ("size=n:count", ["count:DTYPE"]),
+    ("size=n:count:float128", ["columns size dtype = 'float128'"]),
+    ("time=time_us", ["map size"]),
+    ("size=bytes", ["exactly one of time=, busbw=, algbw= or wide="]),
+    ("size=bytes,time=time_us,busbw=busbw_GBps", ["exactly one of"]),
+    ("size=bytes,busbw=bw", ["columns busbw = 'bw'", "GBps, GiBps"]),
+    ("size=bytes,wide=algorithm", ["give values=time:UNIT"]),
+    ("size=bytes,wide=algorithm,values=time", ["columns values = 'time'", "unit always named"]),
+    ("size=bytes,wide=nodes,values=time:us", ["nodes:RANKS_PER_NODE"]),
+    ("size=bytes,wide=gpus,values=time:us", ["columns wide = 'gpus'"]),
+    ("size=bytes,time=time_us,values=time:us", ["only with wide="]),
+    ("size=bytes,time=time_us,speed=x", ["columns target = 'speed': unknown; known:"]),
+    ("size=bytes,,time=time_us", ["no empty part"]),
+    ("size=bytes,time", ["columns = 'time'"]),
+    ("size=bytes,time=time_us,time=t:s", ["time is mapped twice"]),
+    ("size=bytes,time=bytes:us", ["columns = 'bytes': one column for one target"]),
+    ("size=bytes,time=time_us,ranks=n:ranks", ["columns ranks = 'n:ranks'", "no unit"]),
+    ("size=bytes,wide=ranks,ranks=n,values=time:us", ["not with wide=ranks"]),
+    (5, ["columns = 5"]),
+    ({"size": 5}, ["columns size = 5"]),
+])
+def test_column_mapping_grammar_errors(spec, needles):
+    one_line(lambda: parse_columns(spec), *needles)
+
+
+def test_mapping_parses_units():
+    m = parse_columns("size=elements:count:float,busbw=bw:GiBps,ranks=n,op=coll")
+    assert (m.size, m.size_unit, m.dtype, m.bandwidth, m.bandwidth_kind, m.bandwidth_unit, m.ranks, m.op) == (
+        "elements", "count", "fp32", "bw", "busbw", "GiBps", "n", "coll")
+    assert parse_columns({"size": "bytes", "time": "time_us"}).time_unit == "us"
+
+
+def test_bandwidth_columns_become_times_with_hcsim_bus_factors(tmp_path):
+    text = "coll,n,elements,bw\nAllReduce,8,262144,100\nall_gather,4,262144,50\nbroadcast,16,1024,2\n"
+    df = load_measured(write(tmp_path, text, "bw.csv"), columns="size=elements:count:fp32,busbw=bw:GBps,"
+                       "ranks=n,op=coll")
+    size = 262144 * 4
+    # busbw = algbw x factor (nccl-tests' definition); time = size / algbw
+    expected = [size / (100e9 / BUSBW_FACTOR["allreduce"](8)) * 1e6, size / (50e9 / (3 / 4)) * 1e6,
+                4096 / 2e9 * 1e6]
+    assert df["time_us"].tolist() == pytest.approx(expected, rel=1e-12)
+    assert df["collective"].tolist() == ["allreduce", "allgather", "broadcast"]
+    assert df["busbw_GBps"].tolist() == pytest.approx([100, 50, 2])
+    algbw = load_measured(write(tmp_path, "bytes,algbw\n1000000,2.5\n", "a.csv"), "allreduce",
+                          columns="size=bytes,algbw=algbw:GBps")
+    assert algbw["time_us"].tolist() == pytest.approx([400.0])
+    # a busbw whose factor needs the rank count, with none given
+    one_line(lambda: load_measured(write(tmp_path, "bytes,bw\n1000,5\n", "c.csv"), "allreduce",
+                                   columns="size=bytes,busbw=bw:GBps"), "line 2, column 2 (bw)", "rank count")
+    assert load_measured(write(tmp_path, "bytes,bw\n1000,5\n", "d.csv"), "broadcast",
+                         columns="size=bytes,busbw=bw:GBps")["time_us"].tolist() == pytest.approx([0.2])
+
+
+def test_wide_tables_by_rank_and_node_count(tmp_path):
+    text = "# nodes as columns, times in ms\nbytes,2,4,,\n1048576,1.5,2.5,,\n2097152,3.0,,,\n"
+    with pytest.warns(MeasuredRowWarning, match="no value in column '4'"):
+        df = load_measured(write(tmp_path, text, "n.csv"), "allreduce",
+                           columns="size=bytes,wide=nodes:8,values=time:ms")
+    assert df[["ranks", "size_bytes", "time_us"]].values.tolist() == [[16, 1048576, 1500], [32, 1048576, 2500],
+                                                                     [16, 2097152, 3000]]
+    df = load_measured(write(tmp_path, "bytes,8,16\n64,1,2\n", "r.csv"), "alltoall",
+                       columns="size=bytes,wide=ranks,values=busbw:GBps")
+    assert df["ranks"].tolist() == [8, 16]
+    assert df["time_us"].tolist() == pytest.approx([64 / (1e9 / (7 / 8)) * 1e6, 64 / (2e9 / (15 / 16)) * 1e6])
+    one_line(lambda: load_measured(write(tmp_path, "bytes,8 nodes\n64,1\n", "x.csv"), "alltoall",
+                                   columns="size=bytes,wide=nodes:4,values=time:us"),
+             "line 1, column 2 (header) = '8 nodes'", "node count")
+    one_line(lambda: load_measured(write(tmp_path, "bytes,8,16\n64,1,2\n", "y.csv"), "alltoall", 8,
+                                   columns="size=bytes,wide=ranks,values=time:us"), "ranks = 8", "leave it out")
+
+
+@pytest.mark.parametrize("text, spec, kwargs, needles", [
+    ("bytes,t\n1024,1\n", "size=bytes,time=t:us", {}, ["collective is not recorded"]),
+    ("bytes,t\n1024,1\n", "size=size:bytes,time=t:us", dict(collective="allreduce"),
+     ["columns size = 'size'", "a column of the header (line 1)"]),
+    ("bytes,t\n1024,x\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["line 2, column 2 (t) = 'x'"]),
+    ("bytes,t\n1024,1e-9\n", "size=bytes,time=t:ms", dict(collective="allreduce"),
+     ["line 2, column 2 (t) = '1e-9'"]),
+    ("bytes,t\n1024,1e303\n", "size=bytes,time=t:s", dict(collective="allreduce"), ["once converted"]),
+    ("bytes,t\n1024.5,1\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["(bytes) = '1024.5'"]),
+    ("op,bytes,t\nbarrier,1024,1\n", "size=bytes,time=t:us,op=op", {}, ["(op) = 'barrier': unknown"]),
+    ("bytes,t,n\n1024,1,1\n", "size=bytes,time=t:us,ranks=n", dict(collective="allreduce"), ["(n) = '1'"]),
+    ("bytes,t,n\n1024,1,8\n", "size=bytes,time=t:us,ranks=n", dict(collective="allreduce", ranks=4),
+     ["ranks = 4: the ranks the file records (8"]),
+    ("bytes,t\n1024,1,5\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["line 2: 3 cells"]),
+    ("bytes,bytes\n1,2\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["names 'bytes' twice"]),
+    ("# comments only\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["no data lines"]),
+    ("1024,1\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["no header row naming its 2 columns"]),
+    ("bytes,bw\n1024,0\n", "size=bytes,algbw=bw:GBps", dict(collective="allreduce"), ["(bw) = '0'", "> 0"]),
+    ("op,bytes,t\nallgather,1024,1\n", "size=bytes,time=t:us,op=op", dict(collective="allreduce"),
+     ["op = 'allreduce'", "has no allreduce rows"]),
+])
+def test_mapped_csv_errors_are_one_line(tmp_path, text, spec, kwargs, needles):
+    path = write(tmp_path, text, "m.csv")
+    msg = one_line(lambda: load_measured(path, columns=spec, **kwargs), *needles)
+    assert len(msg) < 700
+
+
+def test_columns_refused_for_tool_outputs(tmp_path):
+    path = write(tmp_path, "data_size(Bytes): | aveg_time(us):\n8 | 1.5\n")
+    one_line(lambda: load_measured(path, "allreduce", columns="size=bytes,time=time_us"),
+             "columns = ", "hccl_test output")
+
+
+def test_robust_csv_bom_crlf_trailing_separators_and_hash_header(tmp_path):
+    data = "\ufeff# my run\r\n# bytes,time_us,\r\n\r\n1024,2.5,\r\n# a note in the middle\r\n2048,3.5,\r\n"
+    df = load_measured(write(tmp_path, data.encode(), "r.csv", raw=True), "allreduce", 8,
+                       columns="size=bytes,time=time_us")
+    assert df["time_us"].tolist() == [2.5, 3.5] and df["size_bytes"].tolist() == [1024, 2048]
+    # hcsim's own names with no op column: the collective given says what ran (no mapping needed)
+    df = load_measured(write(tmp_path, "bytes,time_us,ranks\n1024,2.5,8\n", "s.csv"), "allgather")
+    assert df[["collective", "ranks", "time_us"]].values.tolist() == [["allgather", 8.0, 2.5]]
+    check_measured(df)
+
+
+def test_algorithm_names_map_to_hcsim():
+    assert hcsim_algorithm("allreduce", "Ring") == "ring"
+    assert hcsim_algorithm("allreduce", "H-D_R") == "hd"
+    assert hcsim_algorithm("allreduce", "fullmesh") == "mesh"
+    assert hcsim_algorithm("allgather", "bruck") == "nb"
+    assert hcsim_algorithm("allreduce", "segmented_ring") == "ring"
+    assert hcsim_algorithm("allreduce", "nvls") is None
+
+
+def test_cli_columns_for_validate_and_calibrate(tmp_path, capsys):
+    path = write(tmp_path, "# an 8-NPU run\nbytes,latency\n1048576,0.2\n", "c.csv")
+    assert main(["validate", "--measured", str(path), "-t", "atlas800t-a2", "--op", "allreduce", "--ranks", "8",
+                 "--columns", "size=bytes,time=latency:ms"]) == 0
+    out = capsys.readouterr().out
+    assert "200.00" in out and "1 points" in out
+    assert main(["validate", "--measured", str(path), "-t", "atlas800t-a2", "--op", "allreduce",
+                 "--columns", "size=bytes,time=latency_ms"]) == 2
+    assert "columns time = 'latency_ms'" in capsys.readouterr().err
+    out_yaml = tmp_path / "t.yaml"
+    assert main(["calibrate", "--measured", str(path), "-t", "atlas800t-a2", "--op", "allreduce", "--ranks", "8",
+                 "--columns", "size=bytes,time=latency:ms", "--out", str(out_yaml), "--max-work", "200000"]) == 0
+    assert out_yaml.exists()
+
+
+# ---- property tests ------------------------------------------------------------------------
+
+SAMPLES = {
+    "osu.txt": (OSU.encode(), dict(ranks=8)),
+    "osu_wide.txt": (OSU_WIDE.encode(), dict(collective="allgather", ranks=8)),
+    "wide.csv": (b"# times in ms\r\nbytes,2,4,\r\n1048576,1.5,2.5,\r\n2097152,3.0,,\r\n",
+                 dict(collective="allreduce", columns="size=bytes,wide=nodes:8,values=time:ms")),
+    "bw.csv": (b"\xef\xbb\xbfcoll,n,elements,bw\nAllReduce,8,262144,100\nall_gather,4,262144,50\n",
+               dict(columns="size=elements:count:fp32,busbw=bw:GBps,ranks=n,op=coll")),
+    "algos.csv": (b"bytes,ring,tree,segmented_ring\n1024,5,6,7\n2048,8,9,\n",
+                  dict(collective="allreduce", ranks=8, columns="size=bytes,wide=algorithm,values=time:us")),
+}
+
+
+@st.composite
+def mutated(draw):
+    name = draw(st.sampled_from(sorted(SAMPLES)))
+    data, kwargs = SAMPLES[name]
+    for _ in range(draw(st.integers(1, 3))):
+        if not data:
+            break
+        kind = draw(st.sampled_from(["flip", "cell", "delete", "duplicate", "truncate", "comment"]))
+        lines = data.split(b"\n")
+        i = draw(st.integers(0, len(lines) - 1))
+        if kind == "flip":
+            at = draw(st.integers(0, len(data) - 1))
+            data = data[:at] + bytes([draw(st.integers(0, 255))]) + data[at + 1:]
+            continue
+        if kind == "truncate":
+            data = data[:draw(st.integers(0, len(data)))]
+            continue
+        if kind == "cell":
+            sep = b"," if b"," in lines[i] else b" "
+            cells = lines[i].split(sep)
+            j = draw(st.integers(0, len(cells) - 1))
+            cells[j] = draw(st.sampled_from([b"", b"0", b"-1", b"nan", b"1e309", b"x", b"8.0", b"\xff", b'"',
+                                             b"# out-of-place", b"data_size(Bytes)", b"1e-300", b"99999999999"]))
+            lines[i] = sep.join(cells)
+        elif kind == "delete":
+            del lines[i]
+        elif kind == "duplicate":
+            lines.insert(i, lines[i])
+        elif kind == "comment":
+            lines.insert(i, draw(st.sampled_from([b"# out-of-place in-place #wrong", b"# OSU MPI Alltoall Latency Test",
+                                                  b"#  data_size(Bytes): | aveg_time(us):", b"", b"\r"])))
+        data = b"\n".join(lines)
+    return name, data, kwargs
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(case=mutated(), op=st.sampled_from([None, None, "allreduce", "allgather"]))
+def test_mutated_inputs_load_clean_or_fail_in_one_line(tmp_path, case, op):
+    name, data, kwargs = case
+    kwargs = dict(kwargs)
+    if op is not None:
+        kwargs["collective"] = op
+    path = tmp_path / f"fuzz-{name}"
+    path.write_bytes(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasuredRowWarning)
+        warnings.simplefilter("ignore", MeasuredAlgorithmWarning)
+        try:
+            df = load_measured(path, **kwargs)
+        except HcsimError as e:
+            assert "\n" not in str(e) and len(str(e)) < 1000, str(e)
+            return
+    assert isinstance(df, pd.DataFrame) and len(df) >= 1
+    assert df["size_bytes"].dtype == np.int64 and (df["size_bytes"] >= 1).all()
+    assert np.isfinite(df["time_us"]).all() and (df["time_us"] > 0).all()
+    assert set(df["collective"]) <= set(COLLECTIVES)
+    check_measured(df)
