@@ -74,7 +74,7 @@ def test_analytical_sweep_on_a_cluster_is_the_serial_table(client):
 
 @needs_dask
 def test_select_on_a_cluster_is_the_serial_table(client):
-    kw = dict(sizes=("8K", "64M"))
+    kw = dict(sizes=("256K", "4M"))  # pipeline overtakes mesh/nhr at 4 MiB
     serial = hcsim.select("atlas900-a2-pod", "allgather", **kw)
     spread = hcsim.select("atlas900-a2-pod", "allgather", client=client, **kw)
     pd.testing.assert_frame_equal(serial, spread)
@@ -181,16 +181,22 @@ def test_cli_bad_parallel_flags_exit_2_in_one_line(argv, match, capsys):
 
 
 @needs_dask
-def test_cli_sweep_on_workers_prints_the_serial_table(capsys):
+def test_cli_sweep_on_a_cluster_prints_the_serial_table(client, capsys):
     from hcsim.cli import main
 
+    # the module's cluster by its address (--workers starts one the same way as the fixture did)
     argv = ["sweep", "--op", "allgather", "-b", "1K", "-e", "64K", "--algo", "ring,mesh"]
     assert main(argv) == 0
     serial = capsys.readouterr()
-    assert main([*argv, "--workers", "2", "--progress"]) == 0
+    assert main([*argv, "--scheduler", client.scheduler.address, "--progress"]) == 0
     spread = capsys.readouterr()
     assert spread.out == serial.out and "mesh" in serial.out
     assert "sweep allgather" in spread.err  # the bar, on stderr only
+    assert main(["select", "--op", "allgather", "-t", "atlas800t-a2", "-b", "1K", "-e", "64K"]) == 0
+    serial = capsys.readouterr()
+    assert main(["select", "--op", "allgather", "-t", "atlas800t-a2", "-b", "1K", "-e", "64K",
+                 "--scheduler", client.scheduler.address, "--no-progress"]) == 0
+    assert capsys.readouterr() == serial
 
 
 def test_hcsim_error_stays_an_hcsim_error_through_pickling():
