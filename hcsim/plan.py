@@ -333,7 +333,7 @@ def _run_point(task: dict, out: dict) -> None:
                             "server, on HCCS)")
         if task["dp_auto"]:
             if world % (tp * pp):
-                raise bad_value("dp", "auto", f"tp x pp = {tp * pp} dividing the {world} NPUs")
+                raise bad_value("dp", "auto", f"tp x pp = {tp * pp} does not divide the {world} NPUs")
             layout["dp"] = world // (tp * pp)
         gb = task["global_batch"]
         if gb is not None:
