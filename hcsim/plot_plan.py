@@ -1,8 +1,8 @@
 """Drawing for capacity planning and what-if: plan frames, what-if frames, link heatmaps.
 
 Every function reads a frame (or a job's per-link table), draws it and writes ``path``
-(.png, .pdf or .svg), returning the path; without ``path`` it returns the matplotlib Figure
-(to inspect or to place in a notebook). matplotlib is imported inside the functions, through
+(.png, .pdf or .svg; a PNG with a 256-colour palette), returning the path; without ``path``
+it returns the matplotlib Figure (to inspect or to place in a notebook). matplotlib is imported inside the functions, through
 :mod:`hcsim.plot`'s helpers, so the simulator never needs it.
 
 The frames are those of :func:`hcsim.plan` (one row per plan point: ``point``, the axis
@@ -103,7 +103,23 @@ def _finish(fig, path):
         return fig
     from .plot import _save
 
-    return _save(fig, path)
+    out = _save(fig, path)
+    if out.suffix.lower() == ".png":
+        _to_palette(out)
+    return out
+
+
+PNG_COLORS = 256
+"""Colours of a written PNG: these pictures need no more, and a palette PNG is 3-4 times
+smaller than matplotlib's RGBA one (a notebook that stores a link heatmap stays small)."""
+
+
+def _to_palette(path) -> None:
+    from PIL import Image  # Pillow comes with matplotlib
+
+    with Image.open(path) as im:
+        small = im.convert("RGB").quantize(PNG_COLORS)
+    small.save(path, optimize=True)
 
 
 # ---- plan frames --------------------------------------------------------------------------------
@@ -380,7 +396,10 @@ def plot_whatif(df: pd.DataFrame, path=None, title: str | None = None):
         else:
             ax.barh(i, widest, height=0.65, facecolor="none", edgecolor="#8c8c8c", hatch="//", lw=0.8,
                     gid=f"case:{row['case']}")
-            ax.text(widest * 0.02, i, f"{row['status']}: {_short(row['reason'])}", va="center", fontsize=7,
+            reason = str(row["reason"])
+            if reason.startswith(f"{row['case']}: "):  # the row's label already says which case
+                reason = reason[len(str(row["case"])) + 2:]
+            ax.text(widest * 0.02, i, f"{row['status']}: {_short(reason)}", va="center", fontsize=7,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     ax.set_yticks(pos)
     ax.set_yticklabels([_short(c, 40) for c in rows["case"].astype(str)], fontsize=8)

@@ -100,6 +100,11 @@ def test_plan_plots_write_files(tmp_path, draw, suffix):
     out = draw(plan_frame(), tmp_path / "sub" / f"plot.{suffix}")
     assert out == tmp_path / "sub" / f"plot.{suffix}"
     assert out.stat().st_size > 1000
+    if suffix == "png":
+        from PIL import Image
+
+        with Image.open(out) as im:
+            assert im.mode == "P" and im.size[0] > 400  # a palette picture, full size
 
 
 def test_breakdown_bars_add_up_to_the_step_time_and_skip_invalid_points():
