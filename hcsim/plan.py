@@ -492,24 +492,32 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
     # the topology inline (builder form when it has one): points change its parameters, and a
     # document that names no file relative to the scenario runs the same on any worker
     doc["topology"], tname = _topology_document(doc["topology"], base_dir)
-    section = _section(base.plan)
-    space = section.get("space", {}) if space is None else space
-    target_step_ms = _positive("target_step_ms", section.get("target_step_ms") if target_step_ms is None
-                               else target_step_ms)
-    target_collective_ms = _positive("target_collective_ms", section.get("target_collective_ms")
-                                     if target_collective_ms is None else target_collective_ms)
-    price = _positive("price_per_npu_hour", section.get("price_per_npu_hour") if price_per_npu_hour is None
-                      else price_per_npu_hour)
-    collective = section.get("collective") if collective is None else collective
-    policy = section.get("policy", "auto") if policy is None else policy
-    if not isinstance(policy, str) or policy not in POLICIES:
-        raise bad_value("policy", policy, "one of " + ", ".join(POLICIES))
-    if target_collective_ms is not None and collective is None:
-        raise bad_value("target_collective_ms", target_collective_ms, "needs collective (a collective name such "
-                        "as allreduce, or the start of operation names)")
-    if collective is not None:
-        _check_collective(collective, base.workload)
-    axes = _axes(space, doc, tname, base)
+    given = {"space": space, "target_step_ms": target_step_ms, "target_collective_ms": target_collective_ms,
+             "collective": collective, "price_per_npu_hour": price_per_npu_hour, "policy": policy}
+    try:
+        section = _section(base.plan)
+    except HcsimError as exc:
+        raise type(exc)(f"{where}: {exc}" if where != "<dict>" else str(exc)) from None
+    # an argument left out takes the file's plan: value, and an error then names the file's field
+    field = {k: k if v is not None or k not in section else f"plan.{k}" for k, v in given.items()}
+    value = {k: v if v is not None else section.get(k) for k, v in given.items()}
+    try:
+        target_step_ms = _positive(field["target_step_ms"], value["target_step_ms"])
+        target_collective_ms = _positive(field["target_collective_ms"], value["target_collective_ms"])
+        price = _positive(field["price_per_npu_hour"], value["price_per_npu_hour"])
+        collective, policy = value["collective"], value["policy"] or "auto"
+        if not isinstance(policy, str) or policy not in POLICIES:
+            raise bad_value(field["policy"], policy, "one of " + ", ".join(POLICIES))
+        if target_collective_ms is not None and collective is None:
+            raise bad_value(field["target_collective_ms"], target_collective_ms, "needs collective (a collective "
+                            "name such as allreduce, or the start of operation names)")
+        if collective is not None:
+            _check_collective(field["collective"], collective, base.workload)
+        axes = _axes(value["space"], doc, tname, base, field["space"])
+    except HcsimError as exc:
+        if where != "<dict>" and str(exc).startswith("plan."):
+            raise type(exc)(f"{where}: {exc}") from None
+        raise
     tasks = _tasks(axes, doc, base, policy, collective)
     results = map_points(_evaluate, tasks, client=client, progress=progress, desc="plan")
 
@@ -653,18 +661,17 @@ def _positive(name: str, value):
     return float(value)
 
 
-def _check_collective(collective, workload) -> None:
+def _check_collective(name: str, collective, workload) -> None:
     from .workload import Collective, SendRecv
 
     if not isinstance(collective, str) or not collective:
-        raise bad_value("collective", collective, "a collective name (allreduce, ...) or the start of operation "
-                        "names")
+        raise bad_value(name, collective, "a collective name (allreduce, ...) or the start of operation names")
     kinds = {op.collective if isinstance(op, Collective) else "sendrecv" for op in workload.ops
              if isinstance(op, (Collective, SendRecv))}
     names = [op.name for op in workload.ops if isinstance(op, (Collective, SendRecv))]
     if collective in kinds or any(n.startswith(collective) for n in names):
         return
-    raise bad_value("collective", collective, "a collective of the workload (" + (", ".join(sorted(kinds)) or "none")
+    raise bad_value(name, collective, "a collective of the workload (" + (", ".join(sorted(kinds)) or "none")
                     + ") or the start of one's operation name (" + ", ".join(names[:3]) + ("..." if len(names) > 3
                                                                                             else "") + ")")
 
@@ -681,13 +688,13 @@ def _topology_document(value, base_dir: Path) -> tuple[dict, str]:
     return tdoc, Path(path).stem
 
 
-def _axes(space, doc: dict, tname: str, base) -> list:
+def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
     """``[(axis, [values])]`` checked; every problem a one-line error naming the axis."""
     from .topology.io import BUILDERS, SCALE_PARAMETERS, _builder_params, _file_name, _mapping
 
-    space = _mapping("space", space)
+    space = _mapping(label, space)
     if not space:
-        raise bad_value("space", space, "at least one axis {axis: [values]} (servers, npus, tp, pp, dp, ep, "
+        raise bad_value(label, space, "at least one axis {axis: [values]} (servers, npus, tp, pp, dp, ep, "
                         "global_batch, policy, generator or topology parameters)")
     gen = base.generator
     settable = _generator_params(gen) if gen is not None else set()
@@ -700,25 +707,25 @@ def _axes(space, doc: dict, tname: str, base) -> list:
         tparams.pop("servers", None)
     every_builder = {_file_name(p) for fn in BUILDERS.values() for p in _builder_params(fn)[0]}
     if sum(a in space for a in SIZE_AXES) > 1:
-        raise bad_value("space", sorted(space), "servers or npus, not both (both set the cluster size)")
+        raise bad_value(label, sorted(space), "servers or npus, not both (both set the cluster size)")
     out = []
     points = 1
     for axis, values in space.items():
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         if not values:
-            raise bad_value(f"space.{axis}", values, "at least one value")
+            raise bad_value(f"{label}.{axis}", values, "at least one value")
         if len(set(map(repr, values))) != len(values):
-            raise bad_value(f"space.{axis}", values, "distinct values (one appears twice)")
+            raise bad_value(f"{label}.{axis}", values, "distinct values (one appears twice)")
         points *= len(values)
         if points > MAX_POINTS:
-            raise WorkLimitError(f"space = {points:,}+ points: at most {MAX_POINTS:,} (hcsim.plan.MAX_POINTS)")
+            raise WorkLimitError(f"{label} = {points:,}+ points: at most {MAX_POINTS:,} (hcsim.plan.MAX_POINTS)")
         for v in values:
-            _check_value(axis, v, values, gen, settable, tparams, tname, bname, every_builder, doc)
+            _check_value(f"{label}.{axis}", axis, v, values, gen, settable, tparams, tname, bname, every_builder, doc)
         out.append((axis, values))
     if "global_batch" in space:
         other = _BATCH_GENERATORS.get(gen)
         if other in space:
-            raise bad_value("space.global_batch", space["global_batch"], f"not with {other} (it sets {other})")
+            raise bad_value(f"{label}.global_batch", space["global_batch"], f"not with {other} (it sets {other})")
     return out
 
 
@@ -732,12 +739,11 @@ def _generator_params(gen: str) -> set:
     return {k for k, p in sig.parameters.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)} - _CONTEXT
 
 
-def _check_value(axis, v, values, gen, settable, tparams, tname, bname, every_builder, doc) -> None:
+def _check_value(where, axis, v, values, gen, settable, tparams, tname, bname, every_builder, doc) -> None:
     """One value of one axis (an axis that cannot be is named with all its values)."""
     from .scenario import load_scenario
     from .topology.io import topology_from_dict
 
-    where = f"space.{axis}"
     whole = "an integer from 1 to 1048576"
     if axis in SIZE_AXES:
         from .limits import MAX_NPUS

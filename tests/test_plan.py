@@ -253,6 +253,20 @@ def test_plan_section_gives_defaults_and_is_strict():
         plan(LLM)
 
 
+def test_plan_section_errors_name_the_file_and_field(tmp_path):
+    import yaml
+
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({**LLM, "plan": {"space": {"tp": [2], "bogus": [1]}, "policy": "auto"}}))
+    with pytest.raises(HcsimError, match=rf"^{path}: plan\.space\.bogus = \[1\]: not an axis"):
+        plan(path)
+    path.write_text(yaml.safe_dump({**LLM, "plan": {"space": {"tp": [2]}, "target_step_ms": 0}}))
+    with pytest.raises(HcsimError, match=rf"^{path}: plan\.target_step_ms = 0: a number > 0"):
+        plan(path)
+    with pytest.raises(HcsimError, match=r"^space\.bogus = \[1\]: not an axis"):  # an argument: no file field
+        plan(path, {"bogus": [1]}, target_step_ms=1)
+
+
 def test_global_batch_sets_micro_batches_or_is_invalid():
     df = plan(LLM, {"servers": [1, 2, 4], "global_batch": [16]}, progress=False)
     # tp 2 pp 1: dp = 4, 8, 16; micro_batch 2: micro-batches 2, 1, and 16 / (2 x 16) is not whole

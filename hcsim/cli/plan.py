@@ -85,14 +85,16 @@ def command(a) -> int:
 
     from ..parallel import dask_client
     from ..plan import plan
-    from . import _settings, _writable
+    from . import PLOT_FORMATS, _settings, _writable
 
     _writable(a.csv, "--csv")
     _writable(a.plot, "--plot")
-    _writable(a.plot_scaling, "--plot")
+    _writable(a.plot_scaling, "--plot-scaling")
+    if a.plot_scaling and not a.plot_scaling.lower().endswith(PLOT_FORMATS):
+        raise HcsimError(f"--plot-scaling = {a.plot_scaling!r}: a picture file ending " + ", ".join(PLOT_FORMATS))
     space = parse_vary(a.vary)
     start = time.perf_counter()
-    with dask_client(a.workers, a.scheduler) as client:
+    with dask_client(a.workers, a.scheduler, flags=True) as client:
         df = plan(a.scenario, space, target_step_ms=a.target_step_ms, target_collective_ms=a.target_collective_ms,
                   collective=a.collective, price_per_npu_hour=a.price_per_npu_hour, policy=a.policy,
                   overrides=_settings(a.set), client=client, progress=a.progress)
