@@ -58,7 +58,7 @@ GRAMMAR = ("size=COL[:bytes|:count:DTYPE], one of time=COL:us|ms|s|ns, busbw=COL
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _WHOLE = re.compile(r"[0-9]+")
 _OSU_TITLE = re.compile(r"#\s*OSU\s+(?:[\w+-]+\s+)*?"
-                        r"(Allreduce|Allgather|Reduce[\s_-]?Scatter|Alltoall|Bcast|Broadcast|Reduce|Gather|Scatter)"
+                        r"(Allreduce|Allgather|Reduce[\s_-]?Scatter|Alltoall|All-to-All|Bcast|Broadcast|Reduce|Gather|Scatter)"
                         r"\b[^\n]*?\b(Latency|Bandwidth)\b", re.I)
 _OSU_OPS = {"allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reducescatter",
             "alltoall": "alltoall", "bcast": "broadcast", "broadcast": "broadcast", "reduce": "reduce",
