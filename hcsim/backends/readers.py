@@ -300,6 +300,8 @@ def hcsim_algorithm(collective: str, name: str) -> str | None:
     from ..hccl.algo_env import HCSIM_NAME
     from .mpi import MPI_ALGORITHMS
 
+    if not isinstance(name, str):
+        return None
     known = algorithms_for(collective) if collective in COLLECTIVES else []
     key = name.strip()
     if key.lower() in known:
@@ -466,6 +468,11 @@ def parse_osu(text: str, collective: str | None = None, ranks: int | None = None
     if not time_columns:
         raise ConfigError(f"{src.at(header_line)}: no time column (Avg Latency(us), or one per algorithm as "
                           "'ring(us)')")
+    named = [(i, algo) for i, algo, _ in time_columns if algo]
+    if named and len(named) < len(time_columns):  # an average of what ran beside named algorithms
+        i, algo = named[0]
+        raise bad_value(src.at(header_line, i + 1, "header"), header[i], "either OSU's own columns (Avg "
+                        "Latency(us)...) or one time column per algorithm, not both")
     if not collective:
         raise ConfigError(f"{src.name}: the collective is not recorded (no '# OSU MPI <Collective> Latency Test' "
                           f"line); pass collective= (--op), one of {', '.join(COLLECTIVES)}")
