@@ -51,6 +51,7 @@ import dataclasses
 import math
 import numbers
 import re
+import sys
 from dataclasses import dataclass
 
 from .errors import ConfigError, HcsimError, TopologyError, bad_value
@@ -819,3 +820,13 @@ def _compare(cases, make, keep: bool, progress):
     df["delta_pct"] = 100.0 * df["delta_us"] / base if base > 0 else np.nan
     df = df[list(COLUMNS)]
     return (df, kept) if keep else df
+
+
+class _CallableModule(type(sys)):
+    """``hcsim.whatif(...)`` calls :func:`whatif`; ``hcsim.whatif.FailLink`` etc. stay reachable."""
+
+    def __call__(self, *args, **kwargs):
+        return whatif(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
