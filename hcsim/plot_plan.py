@@ -70,8 +70,12 @@ def _valid_points(df, needed) -> pd.DataFrame:
 
 
 def _axis_columns(df) -> list:
-    """The plan's swept axes: every column beyond the fixed ones."""
-    return [c for c in df.columns if c not in PLAN_COLUMNS]
+    """The plan's swept axes: ``attrs["axes"]`` when the frame names them, else every column
+    beyond the fixed ones (and beyond ``collective_ms``, which a plan adds when asked)."""
+    named = df.attrs.get("axes")
+    if isinstance(named, (list, tuple)) and all(c in df.columns for c in named):
+        return [c for c in named if c not in ("servers", "npus")]
+    return [c for c in df.columns if c not in PLAN_COLUMNS and c != "collective_ms"]
 
 
 def _varying_with(df, x: str) -> list:
@@ -152,7 +156,8 @@ def plot_breakdown(df: pd.DataFrame, path=None, x: str = "npus", title: str | No
     pts = _valid_points(df, ["step_time_ms", *parts])
     labels = _labels(pts, x)
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.0 + 0.55 * len(pts)), 4.0))
+    upright = max(map(len, labels)) <= 8  # short labels read across; longer ones turn on end
+    fig, ax = plt.subplots(figsize=(min(12.0, max(5.0, 1.0 + 0.45 * len(pts))), 4.0 if upright else 5.0))
     pos = np.arange(len(pts))
     bottom = np.zeros(len(pts))
     for col, legend, color in BREAKDOWN_PARTS:
@@ -162,8 +167,7 @@ def plot_breakdown(df: pd.DataFrame, path=None, x: str = "npus", title: str | No
     step = pts["step_time_ms"].to_numpy(dtype=float)
     ax.plot(pos, step, ls="none", marker="_", ms=18, mew=1.5, color="black", label="step time")
     ax.set_xticks(pos)
-    ax.set_xticklabels(labels, fontsize=8, rotation=0 if max(map(len, labels)) <= 8 else 30,
-                       ha="center" if max(map(len, labels)) <= 8 else "right")
+    ax.set_xticklabels(labels, fontsize=8 if upright else 7, rotation=0 if upright else 90)
     ax.set_xlabel(x)
     ax.set_ylabel("time per step (ms)")
     ax.set_title(title or f"where a step's time goes ({len(pts)} of {len(df)} points valid)", fontsize=10)
@@ -174,7 +178,7 @@ def plot_breakdown(df: pd.DataFrame, path=None, x: str = "npus", title: str | No
 
 def _labels(pts, x: str) -> list:
     extra = _varying_with(pts, x)
-    return ["\n".join([_fmt(row[x])] + [f"{c}={_fmt(row[c])}" for c in extra]) for _, row in pts.iterrows()]
+    return [", ".join([_fmt(row[x])] + [f"{c}={_fmt(row[c])}" for c in extra]) for _, row in pts.iterrows()]
 
 
 def _throughput_column(pts) -> str:
@@ -183,8 +187,8 @@ def _throughput_column(pts) -> str:
 
 
 def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None = None):
-    """Scaling curves: step time, throughput (with the ideal, linear line from the smallest
-    point) and scaling efficiency (ideal 1) against ``x``.
+    """Scaling curves: step time, throughput (with the ideal: linear from the fastest point at
+    the smallest ``x``) and scaling efficiency (ideal 1) against ``x``.
 
     Throughput is ``tokens_per_s``, or ``samples_per_s`` when the frame has no token counts.
     Points with the same other axes form one curve (a plan over servers and oversubscription
@@ -225,13 +229,15 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
         color = cmap(i % 10)
         xs = part[x].to_numpy(dtype=float) if numeric else np.arange(len(part))
         axes[0].plot(xs, part["step_time_ms"].to_numpy(dtype=float), marker="o", ms=4, color=color, label=label)
-        tput = part[thr].to_numpy(dtype=float)
-        axes[1].plot(xs, tput, marker="o", ms=4, color=color, label=label)
-        if numeric and len(part) > 1 and xs[0] > 0:
-            axes[1].plot(xs, tput[0] * xs / xs[0], ls="--", lw=1, color=color, alpha=0.6,
-                         label="ideal (linear)" if i == 0 else None)
+        axes[1].plot(xs, part[thr].to_numpy(dtype=float), marker="o", ms=4, color=color, label=label)
         eff = pd.to_numeric(part["scaling_efficiency"], errors="coerce").to_numpy(dtype=float)
         axes[2].plot(xs, eff, marker="o", ms=4, color=color, label=label)
+    if numeric:  # one ideal line, not one per curve: the best the smallest cluster does, scaled linearly
+        x0 = float(pts[x].min())
+        if x0 > 0:
+            start = float(pts.loc[pts[x] == x0, thr].astype(float).max())
+            ends = np.array([x0, float(pts[x].max())])
+            axes[1].plot(ends, start * ends / x0, ls="--", lw=1, color="black", label="ideal (linear)", gid="ideal")
     axes[2].axhline(1.0, ls="--", lw=1, color="black", label="ideal")
     names = {"tokens_per_s": "tokens / s", "samples_per_s": "samples / s"}
     for ax, ylabel in zip(axes, ("step time (ms)", names[thr], "scaling efficiency"), strict=True):
@@ -311,11 +317,16 @@ def plot_pareto(df: pd.DataFrame, path=None, title: str | None = None):
         ax.scatter(meets[cost].to_numpy(dtype=float), meets["step_time_ms"].to_numpy(dtype=float), s=110,
                    facecolors="none", edgecolors="#2ca02c", linewidths=1.5, zorder=4, label="meets target",
                    gid="meets-target")
-    for _, row in front.iterrows():
-        ax.annotate(_point_text(pts, row), (row[cost], row["step_time_ms"]),
-                    textcoords="offset points", xytext=(5, 4), fontsize=7, color="#d62728")
     answer = df.attrs.get("answer") or {}
     chosen = pts[pts["point"] == answer.get("point")] if answer.get("point") is not None else pts.iloc[:0]
+    # one label per spot on the front (equal points share it); the answer has its own
+    spots: dict = {}
+    for _, row in front.iterrows():
+        if len(chosen) and row["point"] == chosen.iloc[0]["point"]:
+            continue
+        spots.setdefault((row[cost], row["step_time_ms"]), []).append(_point_text(pts, row))
+    for xy, texts in spots.items():
+        ax.annotate(" / ".join(texts), xy, textcoords="offset points", xytext=(6, 3), fontsize=6.5, color="#d62728")
     if len(chosen):
         row = chosen.iloc[0]
         ax.annotate(f"answer: {_point_text(pts, row)}",
@@ -325,9 +336,12 @@ def plot_pareto(df: pd.DataFrame, path=None, title: str | None = None):
     ax.set_ylabel("step time (ms)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    heading = title or answer.get("question") or "step time against cost"
     text = answer.get("text")
-    ax.set_title(_wrap(heading, 80) + (f"\n{_wrap(text, 100)}" if text and not title else ""), fontsize=8)
+    # the answer's text starts with its question: show it alone then
+    heading = title or (text if text and str(text).startswith(str(answer.get("question"))) else
+                        answer.get("question") or "step time against cost")
+    extra = f"\n{_wrap(text, 100)}" if text and not title and heading != text else ""
+    ax.set_title(_wrap(heading, 90) + extra, fontsize=8)
     return _finish(fig, path)
 
 
