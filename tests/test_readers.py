@@ -389,3 +389,13 @@ def test_mutated_inputs_load_clean_or_fail_in_one_line(tmp_path, case, op):
     assert np.isfinite(df["time_us"]).all() and (df["time_us"] > 0).all()
     assert set(df["collective"]) <= set(COLLECTIVES)
     check_measured(df)
+
+
+def test_whitespace_tables_through_a_mapping():
+    # OSU's own table read through a mapping: the column names hold spaces and a unit in parentheses
+    df = load_measured(write_tmp(OSU), ranks=16, columns={"size": "Size:bytes", "time": "Max Latency(us):us"})
+    assert df["time_us"].tolist() == [221.55, 219.23, 221.56]  # the Max column, read from OSU above
+    assert set(df["collective"]) == {"allreduce"}  # from the OSU title
+    text = "# size  busbw_GBps\n1048576  20\n"
+    df = load_measured(write_tmp(text), "reducescatter", 4, columns="size=size:bytes,busbw=busbw_GBps")
+    assert df["time_us"].tolist() == pytest.approx([1048576 / (20e9 / 0.75) * 1e6])

@@ -581,6 +581,9 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
         if col is not None and col not in index:
             raise bad_value(f"columns {'busbw/algbw' if target == 'bandwidth' else target}", col,
                             f"a column of the header (line {header_line}): {shown(', '.join(names))}")
+    if cmap.op is None and not collective:  # an OSU title names it, as in parse_osu
+        collective = _osu_title([(n, line.strip()) for n, line in enumerate(_lines(text), 1)
+                                 if line.lstrip().startswith("#")])[0]
     if cmap.op is None and not collective:
         raise ConfigError(f"{src.name}: the collective is not recorded (no op= column mapped); pass collective= "
                           f"(--op), one of {', '.join(COLLECTIVES)}")
