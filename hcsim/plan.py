@@ -695,7 +695,8 @@ def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
     space = _mapping(label, space)
     if not space:
         raise bad_value(label, space, "at least one axis {axis: [values]} (servers, npus, tp, pp, dp, ep, "
-                        "global_batch, policy, generator or topology parameters)")
+                        "global_batch, policy, generator or topology parameters): the space argument, the "
+                        "command line's --vary AXIS=V1,V2, or the scenario file's plan: space")
     gen = base.generator
     settable = _generator_params(gen) if gen is not None else set()
     tdoc = doc["topology"]

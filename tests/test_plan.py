@@ -324,11 +324,12 @@ def test_cli_prints_table_and_answer_and_writes_csv(tmp_path, capsys):
     rows = [[c.strip() for c in line.split("|")] for line in out[2:6]]
     assert [r[4] for r in rows] == ["ok", "invalid", "ok", "invalid"]
     assert rows[1][-1].startswith("tp = 16: a divisor of the 8 NPUs")
-    answer = [line for line in out if line.startswith("answer: ")]
-    assert answer == ["answer: smallest cluster with step time <= 1e+09 ms: point 0, 1 server (8 NPUs), "
-                      f"{float(rows[0][5]):.1f} ms"]
     df = pd.read_csv(csv)
     assert len(df) == 4 and df["status"].tolist() == ["ok", "invalid", "ok", "invalid"]
+    assert float(rows[0][5]) == pytest.approx(df.loc[0, "step_time_ms"], rel=1e-3)
+    answer = [line for line in out if line.startswith("answer: ")]
+    assert answer == ["answer: smallest cluster with step time <= 1e+09 ms: point 0, 1 server (8 NPUs), "
+                      f"{df.loc[0, 'step_time_ms']:.1f} ms"]
     assert "cost_per_step" in df.columns
 
 

@@ -119,6 +119,13 @@ def _num(x, fmt: str) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
+def _ms(x) -> str:
+    """Milliseconds: 0.1 ms from 100 ms up, else 4 significant figures (a small job's 3.393 ms)."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4g}"
+
+
 def format_plan(df) -> str:
     """The plan as a table (``point``, the axes, NPUs, status, step ms, throughput, efficiency,
     exposed communication, NPU-hours and cost per step, meets, Pareto; an invalid point's
@@ -143,9 +150,9 @@ def format_plan(df) -> str:
         thr = r[rate] if rate else (1e3 / r["step_time_ms"] if ok else math.nan)
         meets = r["meets_target"]
         row = [str(r["point"]), *(str(r[c]) for c in axes), *([] if "npus" in axes else [_num(r["npus"], ".0f")]),
-               r["status"], _num(r["step_time_ms"], ".1f"), _num(thr, ",.0f" if rate else ".2f"),
-               _num(r["scaling_efficiency"], ".2f"), _num(r["exposed_comm_ms"], ".1f"),
-               *([_num(r["collective_ms"], ".2f")] if coll else []), _num(r["npu_hours_per_step"], ".3g"),
+               r["status"], _ms(r["step_time_ms"]), _num(thr, ",.0f" if rate else ".2f"),
+               _num(r["scaling_efficiency"], ".2f"), _ms(r["exposed_comm_ms"]),
+               *([_ms(r["collective_ms"])] if coll else []), _num(r["npu_hours_per_step"], ".3g"),
                _num(r["cost_per_step"], ".3g"), "-" if pd.isna(meets) else ("yes" if meets else "no"),
                "*" if r["pareto"] else "", "" if ok else r["reason"]]
         rows.append(row)
