@@ -64,8 +64,8 @@ _OSU_OPS = {"allreduce": "allreduce", "allgather": "allgather", "reducescatter":
             "alltoall": "alltoall", "bcast": "broadcast", "broadcast": "broadcast", "reduce": "reduce",
             "gather": "gather", "scatter": "scatter"}
 _PER_RANK_SIZE = ("allgather", "alltoall", "alltoallv", "gather", "scatter")
-"""Collectives whose OSU ``Size`` is what one rank sends to one peer (OSU's per-process count),
-where hcsim's size, like nccl-tests', is the whole buffer: size x ranks."""
+"""Collectives whose OSU ``Size`` is one rank's share (allgather, gather, scatter) or what one rank
+sends each peer (alltoall), where hcsim's size, like nccl-tests', is the whole buffer: size x ranks."""
 _NCCL_DTYPES = frozenset("int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 float16 float32 "
                          "float64 fp8_e4m3 fp8_e5m2 f8e4m3 f8e5m2 char int byte".split())
 
@@ -426,8 +426,8 @@ def parse_osu(text: str, collective: str | None = None, ranks: int | None = None
     of that algorithm (mapped to hcsim's name where one exists, kept as given otherwise, with a
     :class:`MeasuredAlgorithmWarning`). The collective is the title's (``# OSU MPI Allreduce
     Latency Test v7.3``) or ``collective``; the header may be a ``#`` line or a plain one.
-    OSU's ``Size`` is bytes per rank per peer for allgather, alltoall, gather and scatter, so
-    those sizes are multiplied by the rank count (hcsim's size is the whole buffer, as in
+    OSU's ``Size`` is one rank's share for allgather, gather and scatter and what one rank sends
+    each peer for alltoall, so those sizes are multiplied by the rank count (hcsim's size is the whole buffer, as in
     nccl-tests), which then must be given.
 
     Examples
