@@ -266,6 +266,9 @@ def test_wide_tables_by_rank_and_node_count(tmp_path):
     ("bytes,bytes\n1,2\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["names 'bytes' twice"]),
     ("# comments only\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["no data lines"]),
     ("1024,1\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["no header row naming its 2 columns"]),
+    ("# " + "a" * 200_000 + ",b\n1,2\n", "size=bytes,time=t:us", dict(collective="allreduce"),
+     ["line 2: data with no header row"]),  # a comment too long for csv is no header, not a crash
+    ("bytes,t\nbytes,5\n", "size=bytes,time=t:us", dict(collective="allreduce"), ["line 2, column 1 (bytes) = 'bytes'"]),
     ("bytes,bw\n1024,0\n", "size=bytes,algbw=bw:GBps", dict(collective="allreduce"), ["(bw) = '0'", "> 0"]),
     ("op,bytes,t\nallgather,1024,1\n", "size=bytes,time=t:us,op=op", dict(collective="allreduce"),
      ["op = 'allreduce'", "has no allreduce rows"]),

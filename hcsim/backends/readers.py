@@ -13,6 +13,7 @@ an OSU header (``Avg Latency(us)``), or named in the mapping (``time=latency:ms`
 
 from __future__ import annotations
 
+import csv
 import math
 import re
 import warnings
@@ -373,9 +374,10 @@ def _table_split(text: str, src: _Source):
 def _header_cells(line: str, csv_like: bool) -> list[str]:
     body = line.lstrip().removeprefix("#")
     if csv_like:
-        import csv
-
-        return [c.strip() for c in next(csv.reader([body]), [])]
+        try:
+            return [c.strip() for c in next(csv.reader([body]), [])]
+        except csv.Error:  # a comment that is no CSV (a 200 KB field, a NUL) names no columns
+            return []
     return [c.strip() for c in re.split(r"\t|\s{2,}", body.strip()) if c.strip()]
 
 
@@ -612,7 +614,7 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
     out = []
     for number, cells in rows:
         cells = _drop_trailing(header, cells)
-        if cells == header or (cells and cells[0] == header[0]):
+        if cells == header:
             src.leave_out(number, "the header again")
             continue
         if len(cells) != len(header):
