@@ -638,12 +638,7 @@ def _document(scenario):
         return copy.deepcopy(scenario), "<dict>", Path(".")
     if isinstance(scenario, os.PathLike):
         scenario = os.fspath(scenario)
-    if not isinstance(scenario, str) or not Path(scenario).is_file():
-        from .scenario import load_scenario
-
-        load_scenario(scenario)  # its one-line refusal
-        raise bad_value("scenario", scenario, "a YAML file path or a mapping")  # pragma: no cover
-    path = Path(scenario)
+    path = Path(scenario)  # load_scenario has read it already: a file
     return _parse(_read_text(path), str(path)), str(path), path.parent
 
 
