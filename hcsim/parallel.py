@@ -147,10 +147,12 @@ def dask_client(workers=None, scheduler=None, *, flags: bool = False):
     except ImportError:
         raise ConfigError(NEEDS_DASK.format(flag="--workers" if workers is not None else "--scheduler")) from None
     if workers is not None:
-        # no dashboard (it would take port 8787 and needs bokeh), a free port for the scheduler,
-        # and the workers' logs quiet: a point's error reaches the caller as one line, not as a
-        # worker's "Compute Failed" traceback on stderr
+        # no dashboard and free ports: the scheduler's HTTP server would otherwise try 8787, which
+        # another cluster on this machine may hold (a warning on stderr); the workers' logs quiet,
+        # so that a point's error reaches the caller as one line, not as a worker's "Compute
+        # Failed" traceback on stderr
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                          scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                           silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
             yield client
         return

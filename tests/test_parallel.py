@@ -110,6 +110,13 @@ def test_map_points_serially():
 
 
 @needs_dask
+def test_a_local_cluster_leaves_port_8787_alone(client):
+    # the scheduler's HTTP server on a free port: another cluster may hold 8787 (Dask's default),
+    # and taking it would print a warning on stderr
+    assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.http_server.port) != 8787
+
+
+@needs_dask
 def test_a_running_scheduler_by_address(client):
     address = client.scheduler.address
     with dask_client(scheduler=address) as remote:
@@ -204,3 +211,13 @@ def test_hcsim_error_stays_an_hcsim_error_through_pickling():
 
     exc = pickle.loads(pickle.dumps(ConfigError("size = 'x': a size")))
     assert isinstance(exc, HcsimError) and str(exc) == "size = 'x': a size"
+
+
+def test_the_api_loads_neither_dask_nor_tqdm_until_asked():
+    import subprocess
+
+    code = ("import sys, hcsim, hcsim.api, hcsim.study, hcsim.parallel, hcsim.progress, hcsim.cli; "
+            "hcsim.sweep('atlas800t-a2', 'allgather', ['1K'], ['ring'], progress=False); "
+            "print(sorted(m for m in ('dask', 'distributed', 'tqdm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
