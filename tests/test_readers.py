@@ -402,3 +402,15 @@ def test_whitespace_tables_through_a_mapping():
     text = "# size  busbw_GBps\n1048576  20\n"
     df = load_measured(write_tmp(text), "reducescatter", 4, columns="size=size:bytes,busbw=busbw_GBps")
     assert df["time_us"].tolist() == pytest.approx([1048576 / (20e9 / 0.75) * 1e6])
+
+
+def test_public_readers_check_their_arguments():
+    from hcsim.backends.readers import parse_mapped, parse_osu
+
+    one_line(lambda: parse_osu(OSU, "warp"), "collective = 'warp': unknown")
+    one_line(lambda: parse_osu(OSU.encode()), "text = b")
+    one_line(lambda: parse_osu(OSU, ranks=1), "ranks = 1")
+    one_line(lambda: parse_mapped("bytes,t\n8,1\n", "size=bytes,time=t:us", "warp"), "collective = 'warp'")
+    one_line(lambda: parse_mapped("bytes,t\n8,1\n", "size=bytes,time=t:us", "allreduce", csv_like="yes"),
+             "csv_like = 'yes'")
+    assert parse_osu(OSU, ranks=8)["time_us"].tolist()[0] == 174.36
