@@ -554,10 +554,10 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
 
     Examples
     --------
-    >>> text = "bytes,ring,tree\\n1048576,50.0,60.0\\n"
+    >>> text = "bytes,ring,recursive_doubling\\n1048576,50.0,60.0\\n"
     >>> df = parse_mapped(text, "size=bytes,wide=algorithm,values=time:us", "allreduce", 8)
-    >>> df[["algorithm", "size_bytes", "time_us"]].values.tolist()
-    [['ring', 1048576, 50.0], ['tree', 1048576, 60.0]]
+    >>> df[["algorithm", "algorithm_given", "time_us"]].values.tolist()
+    [['ring', 'ring', 50.0], ['rd', 'recursive_doubling', 60.0]]
     """
     from ..dtypes import DTYPES
 
