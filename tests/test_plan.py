@@ -365,3 +365,16 @@ def test_hcsim_plan_is_callable_after_the_module_is_imported():
 
     df = hcsim.plan(EXPLICIT, {"servers": [1]}, progress=False)
     assert df["status"].tolist() == ["ok"]
+
+
+def test_cli_plots(tmp_path, capsys):
+    import yaml
+
+    path = tmp_path / "explicit.yaml"
+    path.write_text(yaml.safe_dump(EXPLICIT))
+    png, scaling = tmp_path / "pareto.png", tmp_path / "scaling.png"
+    assert main(["plan", str(path), "--vary", "servers=1,2", "--plot", str(png), "--plot-scaling", str(scaling),
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"# Pareto plot written to {png}" in out and png.stat().st_size > 0
+    assert "# --plot-scaling: nothing drawn, no point has a throughput" in out and not scaling.exists()

@@ -108,7 +108,10 @@ def command(a) -> int:
         from ..plot_plan import plot_pareto
 
         print(f"# Pareto plot written to {plot_pareto(df, a.plot)}")
-    if a.plot_scaling:
+    if a.plot_scaling and not df["samples_per_s"].notna().any():
+        print("# --plot-scaling: nothing drawn, no point has a throughput (written-out operations carry no "
+              "sample count, and invalid points none)")
+    elif a.plot_scaling:
         from ..plot_plan import plot_scaling
 
         print(f"# scaling plot written to {plot_scaling(df, a.plot_scaling)}")
