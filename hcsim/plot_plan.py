@@ -154,9 +154,8 @@ def plot_breakdown(df: pd.DataFrame, path=None, x: str = "npus", title: str | No
     _require(df, ["status", "step_time_ms", *parts], "a plan frame from hcsim.plan")
     _check_x(df, x)
     pts = _valid_points(df, ["step_time_ms", *parts])
-    labels = _labels(pts, x)
+    labels, upright = _labels(pts, x)
     plt = _pyplot()
-    upright = max(map(len, labels)) <= 8  # short labels read across; longer ones turn on end
     fig, ax = plt.subplots(figsize=(min(12.0, max(5.0, 1.0 + 0.45 * len(pts))), 4.0 if upright else 5.0))
     pos = np.arange(len(pts))
     bottom = np.zeros(len(pts))
@@ -176,9 +175,14 @@ def plot_breakdown(df: pd.DataFrame, path=None, x: str = "npus", title: str | No
     return _finish(fig, path)
 
 
-def _labels(pts, x: str) -> list:
+def _labels(pts, x: str) -> tuple:
+    """Bar labels and whether they stand upright: short lines stacked under a bar when they
+    fit, else one line each, turned on end."""
     extra = _varying_with(pts, x)
-    return [", ".join([_fmt(row[x])] + [f"{c}={_fmt(row[c])}" for c in extra]) for _, row in pts.iterrows()]
+    lines = [[_fmt(row[x])] + [f"{c}={_fmt(row[c])}" for c in extra] for _, row in pts.iterrows()]
+    if len(lines) <= 16 and max(len(t) for ls in lines for t in ls) <= 12:
+        return ["\n".join(ls) for ls in lines], True
+    return [", ".join(ls) for ls in lines], False
 
 
 def _throughput_column(pts) -> str:

@@ -122,10 +122,14 @@ def test_breakdown_bars_add_up_to_the_step_time_and_skip_invalid_points():
         for p, q in zip(lower, upper, strict=True):
             assert q.get_y() == pytest.approx(p.get_y() + p.get_height())
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks[0] == "8, oversubscription=1" and ticks[-1] == "64, oversubscription=1"
+    assert ticks[0] == "8, oversubscription=1" and ticks[-1] == "64, oversubscription=1"  # too long to stack
+    assert all(t.get_rotation() == 90 for t in ax.get_xticklabels())
     # labelled by another column when asked
     fig = plot_breakdown(df, x="servers")
     assert [t.get_text().split(",")[0] for t in fig.axes[0].get_xticklabels()] == ["1", "1", "2", "2", "4", "4", "8"]
+    short = df.rename(columns={"oversubscription": "os"})
+    ticks = [t.get_text() for t in plot_breakdown(short).axes[0].get_xticklabels()]
+    assert ticks[0] == "8\nos=1" and ticks[1] == "8\nos=2"  # short lines stacked, upright
 
 
 def test_scaling_curves_one_per_other_axis_and_ideal_lines():
