@@ -160,8 +160,9 @@ def format_plan(df) -> str:
                "*" if r["pareto"] else "", "" if ok else r["reason"]]
         rows.append(row)
     invalid = int((df["status"] != "ok").sum())
+    policy = "per point (an axis)" if "policy" in axes else df.attrs.get("policy", "auto")
     out = [f"# plan of {df.attrs.get('scenario', '?')}: {len(df)} points ({invalid} invalid, not run), policy "
-           f"{df.attrs.get('policy', 'auto')}; pareto * = on the front of step time against "
+           f"{policy}; pareto * = on the front of step time against "
            + ("cost" if df["cost_per_step"].notna().any() else "NPU-hours"), *_table(head, rows),
            f"answer: {df.attrs['answer']['text']}"]
     return "\n".join(out) + "\n"
