@@ -89,3 +89,10 @@ def test_corpus_covers_six_systems_one_ascend_and_the_readme_lists_every_file():
         assert f"`{e['file']}`" in readme, e["file"]
         if e["topology"]:
             assert f"`{e['topology']}`" in readme, e["topology"]
+
+
+def test_a_wide_table_without_its_mapping_says_which_mapping(tmp_path):
+    from hcsim.errors import HcsimError
+
+    with pytest.raises(HcsimError, match=r"columns='size=bytes,wide=algorithm,values=time:UNIT'"):
+        load_measured(PUBLISHED / "openmpi_allreduce_ib_200nodes.csv", "allreduce", 200)

@@ -431,9 +431,13 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
         coll_col, size_col, time_col = _OP_FORM
         keep = [h for h in ("op", "ranks", "bytes", "time_us", "case") if h in names]
     else:
+        wide = names and names[0].lower() in ("bytes", "size", "size_bytes", "msg_size") and len(names) > 2
+        size = names[0] if names[0] in ("bytes", "size_bytes") else f"{names[0]}:bytes"
+        hint = (f"'size={size},wide=algorithm,values=time:UNIT' (one time column per algorithm; "
+                "wide=ranks or wide=nodes:N for rank or node counts)" if wide else "'size=COL:bytes,time=COL:us'")
         raise ConfigError(f"measured = {str(path)!r}: CSV needs columns collective,size_bytes,time_us or "
                           f"op,bytes,time_us (has {shown(', '.join(sorted(names)))}), or a mapping: "
-                          "columns='size=COL:bytes,time=COL:us' (--columns; docs/validation.md)")
+                          f"columns={hint} (--columns; docs/validation.md)")
     rename = {"op": "collective", "bytes": "size_bytes"} if coll_col == "op" else {}
     index = {h: i for i, h in enumerate(header) if h}
     rows = []
