@@ -432,7 +432,7 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
         keep = [h for h in ("op", "ranks", "bytes", "time_us", "case") if h in names]
     else:
         wide = names and names[0].lower() in ("bytes", "size", "size_bytes", "msg_size") and len(names) > 2
-        size = names[0] if names[0] in ("bytes", "size_bytes") else f"{names[0]}:bytes"
+        size = (names[0] if names[0] in ("bytes", "size_bytes") else f"{names[0]}:bytes") if wide else ""
         hint = (f"'size={size},wide=algorithm,values=time:UNIT' (one time column per algorithm; "
                 "wide=ranks or wide=nodes:N for rank or node counts)" if wide else "'size=COL:bytes,time=COL:us'")
         raise ConfigError(f"measured = {str(path)!r}: CSV needs columns collective,size_bytes,time_us or "
