@@ -1,7 +1,9 @@
 """Parse real benchmark output into sweep-shaped DataFrames.
 
 Columns: collective, algorithm, mode ("measured"), ranks, size_bytes, time_us, algbw_GBps,
-busbw_GBps (GB = 1e9, nccl-tests' bus factors), like :func:`hcsim.sweep`.
+busbw_GBps (GB = 1e9, nccl-tests' bus factors), like :func:`hcsim.sweep`. hccl_test, nccl-tests
+and hcsim's own CSV forms are read here; which format a file is, OSU tables and CSVs read
+through a column mapping are in :mod:`hcsim.backends.readers`.
 
 Any text or file gives either such a frame, in which every size is a whole byte count from 1
 to ``MAX_SIZE_BYTES`` and every time finite and positive, or one :class:`~hcsim.errors.ConfigError`
