@@ -414,3 +414,9 @@ def test_public_readers_check_their_arguments():
     one_line(lambda: parse_mapped("bytes,t\n8,1\n", "size=bytes,time=t:us", "allreduce", csv_like="yes"),
              "csv_like = 'yes'")
     assert parse_osu(OSU, ranks=8)["time_us"].tolist()[0] == 174.36
+
+
+@pytest.mark.parametrize("text", ["op,bytes,time_us\nallreduce,8,1.5,\n", "op,bytes,time_us,\nallreduce,8,1.5\n",
+                                  "op,bytes,time_us,\r\nallreduce,8,1.5,,\r\n"])
+def test_hcsim_csv_forms_take_trailing_separators(tmp_path, text):
+    assert load_measured(write(tmp_path, text, "t.csv"))["time_us"].tolist() == [1.5]

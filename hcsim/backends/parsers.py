@@ -422,6 +422,8 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     if first is None:
         raise ConfigError(f"measured = {str(path)!r}: not hccl_test, nccl-tests or CSV output")
     header_line, header = first
+    while header and header[-1] == "":  # a trailing separator names no column
+        header = header[:-1]
     names = [h for h in header if h]
     twice = sorted({h for h in names if names.count(h) > 1})
     if twice:
@@ -444,6 +446,8 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     index = {h: i for i, h in enumerate(header) if h}
     rows = []
     for number, cells in records:
+        while len(cells) > len(header) and cells[-1] == "":  # trailing separators
+            cells = cells[:-1]
         if cells == header:
             src.leave_out(number, "the header again")
             continue
