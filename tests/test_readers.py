@@ -420,3 +420,12 @@ def test_public_readers_check_their_arguments():
                                   "op,bytes,time_us,\r\nallreduce,8,1.5,,\r\n"])
 def test_hcsim_csv_forms_take_trailing_separators(tmp_path, text):
     assert load_measured(write(tmp_path, text, "t.csv"))["time_us"].tolist() == [1.5]
+
+
+def test_hcsim_csv_forms_take_a_hash_header(tmp_path):
+    text = "# run of 2026-11-23\n# op,ranks,bytes,time_us\nallreduce,8,1024,2.5\nallgather,8,2048,3.5\n"
+    df = load_measured(write(tmp_path, text, "h.csv"))
+    assert df[["collective", "size_bytes", "time_us"]].values.tolist() == [["allreduce", 1024, 2.5],
+                                                                          ["allgather", 2048, 3.5]]
+    one_line(lambda: load_measured(write(tmp_path, text.replace("2.5", "x"), "i.csv")),
+             "line 3, column 4 (time_us) = 'x'")

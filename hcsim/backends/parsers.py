@@ -24,6 +24,7 @@ line naming the file, the line and the column. What is an error and what is left
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 import numbers
 import os
@@ -416,12 +417,37 @@ def _csv_records(text, src: _Source):
         yield kept[reader.line_num - 1][0], [c.strip() for c in cells]
 
 
+def _names_a_form(cells) -> bool:
+    return set(_SWEEP_FORM) <= set(cells) or set(_OP_FORM) <= set(cells)
+
+
+def _commented_header(text, before: int, width: int):
+    """(line, cells) of the last ``#`` line above line ``before`` that, read as CSV, names one of
+    hcsim's CSV forms in ``width`` cells (a header written as a comment), else None."""
+    lines = _lines(text)[:before - 1]
+    for number in range(len(lines), 0, -1):
+        line = lines[number - 1].lstrip()
+        if not line.startswith("#"):
+            continue
+        try:
+            cells = [c.strip() for c in next(csv.reader([line[1:]]), [])]
+        except csv.Error:
+            continue
+        if len(cells) == width and _names_a_form(cells):
+            return number, cells
+    return None
+
+
 def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     records = _csv_records(text, src)
     first = next(records, None)
     if first is None:
         raise ConfigError(f"measured = {str(path)!r}: not hccl_test, nccl-tests or CSV output")
     header_line, header = first
+    commented = None if _names_a_form(header) else _commented_header(text, header_line, len(header))
+    if commented is not None:  # '# op,bytes,time_us' above the rows: the first record is a row
+        records = itertools.chain([first], records)
+        header_line, header = commented
     while header and header[-1] == "":  # a trailing separator names no column
         header = header[:-1]
     names = [h for h in header if h]
