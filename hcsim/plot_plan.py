@@ -122,7 +122,8 @@ def _to_palette(path) -> None:
     from PIL import Image  # Pillow comes with matplotlib
 
     with Image.open(path) as im:
-        small = im.convert("RGB").quantize(PNG_COLORS)
+        # octree keeps a colour bar's gradient smooth (median cut bands it) and packs smaller
+        small = im.convert("RGB").quantize(PNG_COLORS, method=Image.Quantize.FASTOCTREE)
     small.save(path, optimize=True)
 
 
