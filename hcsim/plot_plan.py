@@ -147,8 +147,9 @@ def plot_breakdown(df: pd.DataFrame, path=None, x: str = "npus", title: str | No
 
     Examples
     --------
-    >>> df = hcsim.plan("scenarios/llama_pod.yaml", servers=[1, 2, 4])  # doctest: +SKIP
-    >>> plot_breakdown(df, "breakdown.png")  # doctest: +SKIP
+    >>> from hcsim.plan import plan
+    >>> df = plan("scenarios/whatif_dp_pod.yaml", {"servers": [2, 4]})  # doctest: +SKIP
+    >>> plot_breakdown(df, "breakdown.png", x="servers")  # doctest: +SKIP
     PosixPath('breakdown.png')
     """
     parts = [c for c, _, _ in BREAKDOWN_PARTS]
@@ -211,7 +212,9 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
 
     Examples
     --------
-    >>> df = hcsim.plan("scenarios/llama_pod.yaml", servers=[1, 2, 4, 8])  # doctest: +SKIP
+    >>> from hcsim.plan import plan
+    >>> space = {"servers": [1, 2, 4], "tp": [4], "global_batch": [32]}
+    >>> df = plan("scenarios/plan_llm_910b_pod.yaml", space)  # doctest: +SKIP
     >>> plot_scaling(df, "scaling.png", x="servers")  # doctest: +SKIP
     PosixPath('scaling.png')
     """
@@ -299,7 +302,8 @@ def plot_pareto(df: pd.DataFrame, path=None, title: str | None = None):
 
     Examples
     --------
-    >>> df = hcsim.plan("scenarios/llama_pod.yaml", servers=[1, 2, 4])  # doctest: +SKIP
+    >>> from hcsim.plan import plan
+    >>> df = plan("scenarios/plan_llm_910b_pod.yaml")  # its own plan: section  # doctest: +SKIP
     >>> plot_pareto(df, "pareto.png")  # doctest: +SKIP
     PosixPath('pareto.png')
     """
