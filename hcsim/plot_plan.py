@@ -2,8 +2,9 @@
 
 Every function reads a frame (or a job's per-link table), draws it and writes ``path``
 (.png, .pdf or .svg; a PNG with a 256-colour palette), returning the path; without ``path``
-it returns the matplotlib Figure (to inspect or to place in a notebook). matplotlib is imported inside the functions, through
-:mod:`hcsim.plot`'s helpers, so the simulator never needs it.
+it returns the matplotlib Figure (to inspect or to place in a notebook). matplotlib is
+imported inside the functions, through :mod:`hcsim.plot`'s helpers, so the simulator never
+needs it.
 
 The frames are those of :func:`hcsim.plan` (one row per plan point: ``point``, the axis
 columns, ``servers, npus, status, reason, step_time_ms, samples_per_step, samples_per_s,
@@ -123,7 +124,8 @@ def _to_palette(path) -> None:
 
     with Image.open(path) as im:
         # octree keeps a colour bar's gradient smooth (median cut bands it) and packs smaller
-        small = im.convert("RGB").quantize(PNG_COLORS, method=Image.Quantize.FASTOCTREE)
+        octree = Image.Quantize.FASTOCTREE if hasattr(Image, "Quantize") else Image.FASTOCTREE  # Pillow < 9.1
+        small = im.convert("RGB").quantize(PNG_COLORS, method=octree)
     small.save(path, optimize=True)
 
 
@@ -196,8 +198,9 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
     """Scaling curves: step time, throughput (with the ideal: linear from the fastest point at
     the smallest ``x``) and scaling efficiency (ideal 1) against ``x``.
 
-    Throughput is ``tokens_per_s``, or ``samples_per_s`` when the frame has no token counts.
-    Points with the same other axes form one curve (a plan over servers and oversubscription
+    Throughput is ``tokens_per_s``, or ``samples_per_s`` when the frame has no token counts;
+    a job of written-out operations has neither (its throughput panel says so, and its
+    efficiency compares steps per second). Points with the same other axes form one curve (a plan over servers and oversubscription
     draws one curve per oversubscription).
 
     Parameters
@@ -223,7 +226,7 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
     _check_x(df, x)
     pts = _valid_points(df, ["step_time_ms"])
     thr = _throughput_column(pts)
-    pts = _valid_points(pts, ["step_time_ms", thr])
+    has_thr = bool(np.isfinite(pd.to_numeric(pts[thr], errors="coerce").to_numpy(dtype=float)).any())
     numeric = _is_numeric(pts[x])
     groups = _varying_with(pts, x)
     plt = _pyplot()
@@ -237,13 +240,18 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
         color = cmap(i % 10)
         xs = part[x].to_numpy(dtype=float) if numeric else np.arange(len(part))
         axes[0].plot(xs, part["step_time_ms"].to_numpy(dtype=float), marker="o", ms=4, color=color, label=label)
-        axes[1].plot(xs, part[thr].to_numpy(dtype=float), marker="o", ms=4, color=color, label=label)
+        if has_thr:
+            axes[1].plot(xs, pd.to_numeric(part[thr], errors="coerce").to_numpy(dtype=float), marker="o", ms=4,
+                         color=color, label=label)
         eff = pd.to_numeric(part["scaling_efficiency"], errors="coerce").to_numpy(dtype=float)
         axes[2].plot(xs, eff, marker="o", ms=4, color=color, label=label)
-    if numeric:  # one ideal line, not one per curve: the best the smallest cluster does, scaled linearly
+    if not has_thr:
+        axes[1].text(0.5, 0.5, "no throughput:\nthe job's operations carry\nno sample count", ha="center",
+                     va="center", transform=axes[1].transAxes, fontsize=8, color="#555555")
+    elif numeric:  # one ideal line, not one per curve: the best the smallest cluster does, scaled linearly
         x0 = float(pts[x].min())
         if x0 > 0:
-            start = float(pts.loc[pts[x] == x0, thr].astype(float).max())
+            start = float(pd.to_numeric(pts.loc[pts[x] == x0, thr], errors="coerce").max())
             ends = np.array([x0, float(pts[x].max())])
             axes[1].plot(ends, start * ends / x0, ls="--", lw=1, color="black", label="ideal (linear)", gid="ideal")
     axes[2].axhline(1.0, ls="--", lw=1, color="black", label="ideal")
@@ -262,8 +270,12 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
             ax.set_xticklabels([_fmt(v) for v in pts[x]], fontsize=7, rotation=30, ha="right")
     axes[2].set_ylim(0, max(1.1, float(np.nanmax(pd.to_numeric(pts["scaling_efficiency"], errors="coerce")
                                                .to_numpy(dtype=float), initial=1.0)) * 1.05))
+    if not has_thr:
+        axes[1].set_xticks([])
+        axes[1].set_yticks([])
     for ax in axes[1:]:
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.suptitle(title or f"scaling ({len(pts)} of {len(df)} points valid)", fontsize=10)
     return _finish(fig, path)
 

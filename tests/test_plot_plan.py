@@ -81,6 +81,33 @@ def plan_frame(priced=False, tokens=True):
     return df
 
 
+def test_plots_of_a_real_plan_frame(tmp_path):
+    """hcsim.plan's own frame (2 ms of compute, then a 64 MiB allreduce over the whole pod):
+    the front drawn is the brute-force front of its rows, the bars add up, and scaling draws
+    without a throughput (written-out operations carry no sample count)."""
+    from hcsim.plan import plan
+
+    doc = {"topology": "atlas900-a2-pod", "servers": 1,
+           "workload": {"communicators": {"all": "all"}, "ops": [
+               {"kind": "compute", "name": "fwd", "ranks": "all", "duration_us": 2000},
+               {"kind": "collective", "name": "ar", "comm": "all", "collective": "allreduce", "size": "64M",
+                "after": ["fwd"]}]}}
+    df = plan(doc, {"servers": [1, 2, 4], "roce_bandwidth_GBps": [5, 20]}, target_step_ms=4,
+              price_per_npu_hour=2.0, progress=False)
+    cost, time = df["cost_per_step"].to_numpy(dtype=float), df["step_time_ms"].to_numpy(dtype=float)
+    front = sorted(brute_front(cost, time), key=lambda i: (cost[i], time[i]))
+    line = [ln for ln in plot_pareto(df).axes[0].get_lines() if ln.get_gid() == "pareto-front"][0]
+    np.testing.assert_array_equal(line.get_xdata(), cost[front])
+    np.testing.assert_array_equal(line.get_ydata(), time[front])
+    bars = plot_breakdown(df).axes[0].containers
+    np.testing.assert_allclose(np.sum([[p.get_height() for p in b] for b in bars], axis=0), time, rtol=1e-9)
+    fig = plot_scaling(df)
+    steps = {ln.get_label(): ln for ln in fig.axes[0].get_lines()}
+    assert set(steps) == {"roce_bandwidth_GBps=5", "roce_bandwidth_GBps=20"}
+    assert "no throughput" in fig.axes[1].texts[0].get_text()
+    assert plot_scaling(df, tmp_path / "s.png").stat().st_size > 1000
+
+
 def whatif_frame():
     rows = [("baseline", "ok", "", 1000.0), ("fail-link=leaf0,spine0", "ok", "", 1500.0),
             ("straggler=3:2", "ok", "", 900.0),
