@@ -1,0 +1,52 @@
+"""hcsim's accuracy on the public corpus (docs/data/published/corpus.yaml).
+
+Run: ``.venv/bin/python benchmarks/validate_corpus.py [--system TEXT ...] [--rows]``.
+Every system with a topology is calibrated on at most two points of its sweep (the fixed rule
+of :func:`hcsim.corpus.calibration_points`: the first row's sweep, its smallest and largest
+size) and every other row is predicted; the table prints median and 90th-percentile |error|
+over all sizes and over sizes >= 1 MiB, and the fastest-algorithm agreement where a file
+compares algorithms. docs/validation.md keeps the table; tests/test_corpus_validation.py
+recomputes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import time
+
+import pandas as pd
+
+from hcsim.corpus import format_corpus_table, overall, validate_corpus
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--system", action="append", help="only systems whose name contains this (repeatable)")
+    ap.add_argument("--rows", action="store_true", help="also print every predicted row")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    df = validate_corpus(systems=args.system)
+    took = time.perf_counter() - t0
+    print(format_corpus_table(df))
+    o = overall(df)
+    print(f"\nall systems pooled: {o['points']} predicted rows, median |error| {100 * o['median_all']:.1f}% "
+          f"(p90 {100 * o['p90_all']:.1f}%); >= 1 MiB: median {100 * o['median_1mib']:.1f}% "
+          f"(p90 {100 * o['p90_1mib']:.1f}%)")
+    for system, rep in df.attrs["reports"].items():
+        scale = ", ".join(f"{t} x{s:.3g}" for t, s in rep["tier_bandwidth_scale"].items())
+        print(f"# {system[:60]}: {scale}; step {rep['step_overhead_us']:.3g} us, "
+              f"launch {rep['launch_overhead_us']:.3g} us")
+    if args.rows:
+        with pd.option_context("display.width", 200, "display.max_rows", None):
+            for system, rows in df.attrs["rows"].items():
+                print(f"\n## {system}")
+                keep = [c for c in ("collective", "ranks", "size_bytes", "algorithm", "time_us", "predicted_us",
+                                    "error", "calibration") if c in rows.columns]
+                print(rows[keep].to_string(index=False))
+    print(f"\n# {datetime.date.today().isoformat()}, {took:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,199 @@
+"""Accuracy on the public corpus: calibrate each published system on at most two points of its
+sweep and predict the rest.
+
+The corpus is ``docs/data/published/corpus.yaml``: one entry per measured file, with how to load
+it and the topology built for it from spec figures only. Entries that share a ``system`` are one
+system (the AlaSKA and CSD3 clusters have three files each). For every system with a topology,
+:func:`validate_corpus`
+
+1. picks the calibration points by one fixed rule, the same for every system and blind to the
+   errors (:func:`calibration_points`): the collective, algorithm and rank count of the first row
+   of the system's first file, and of that sweep its smallest and its largest size (one
+   latency-dominated and one bandwidth-dominated point wherever the sweep reaches small sizes);
+2. calibrates the topology on those two points with :func:`hcsim.calibrate.calibrate` (tier
+   bandwidth scale, per-step overhead, launch factor);
+3. predicts every other row with the algorithm that ran where the file says
+   (:func:`hcsim.validate.row_algorithm`), else ``"auto"``, as ``hcsim validate`` does;
+4. reports per system the median and 90th percentile of |error| over the predicted rows, over
+   all sizes and over sizes of at least 1 MiB (hcsim's size: the whole buffer, nccl-tests'
+   convention), and the fastest-algorithm agreement where a file compares algorithms at a size
+   (only pairs whose measured times differ by more than 10%).
+
+Nothing here reads outside the repository; the published files are read where the corpus lives.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+MIB = 1 << 20
+AGREEMENT_MARGIN = 0.10
+"""Fastest-algorithm agreement counts the (collective, size) cases where the measured fastest
+beats the runner-up by more than this."""
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "docs" / "data" / "published"
+"""Where the corpus lives in a clone of the repository."""
+
+COLUMNS = ["system", "rows", "calibration", "predicted", "median_all", "p90_all", "points_1mib",
+           "median_1mib", "p90_1mib", "fastest"]
+
+
+def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
+    """The corpus entries, grouped by system, in file order: ``[{"system", "topology", "entries",
+    "measured"}]`` for every system whose entries name a topology (the 200-node file has none)."""
+    import yaml
+
+    from .backends import load_measured
+    from .backends.readers import MeasuredAlgorithmWarning
+
+    root = Path(root)
+    systems: dict[str, dict] = {}
+    for e in yaml.safe_load((root / "corpus.yaml").read_text()):
+        if not e.get("topology"):
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MeasuredAlgorithmWarning)
+            df = load_measured(root / e["file"], **e.get("load", {}))
+        df = df.assign(file=e["file"])
+        s = systems.setdefault(e["system"], {"system": e["system"], "topology": root / e["topology"],
+                                             "entries": [], "frames": []})
+        s["entries"].append(e)
+        s["frames"].append(df)
+    out = []
+    for s in systems.values():
+        s["measured"] = pd.concat(s.pop("frames"), ignore_index=True)
+        out.append(s)
+    return out
+
+
+def calibration_points(measured: pd.DataFrame) -> list[int]:
+    """Row labels of the (at most) two calibration points of a system's measured rows.
+
+    The rule, fixed for every system: take the sweep of the first row (same collective, same
+    ``algorithm`` as recorded, same rank count) and its smallest and its largest size.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"collective": ["allreduce"] * 3 + ["allgather"],
+    ...                    "size_bytes": [8, 1024, 1 << 30, 8], "time_us": [1.0, 2.0, 3.0, 4.0]})
+    >>> calibration_points(df)
+    [0, 2]
+    """
+    first = measured.iloc[0]
+    same = measured["collective"] == first["collective"]
+    for col in ("algorithm", "ranks"):
+        if col in measured.columns and not pd.isna(first[col]):
+            same &= measured[col] == first[col]
+    sweep = measured[same]
+    lo = sweep["size_bytes"].idxmin()
+    hi = sweep["size_bytes"].idxmax()
+    return [lo] if lo == hi else [lo, hi]
+
+
+def _summary(err: pd.Series) -> tuple[float, float]:
+    a = err.abs()
+    if not len(a):
+        return float("nan"), float("nan")
+    return float(a.median()), float(a.quantile(0.9))
+
+
+def validate_system(system: dict, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+    """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
+    and predict every row. Returns the rows (measured, predicted, ``error``, ``calibration``: whether
+    the row was a calibration point) and the calibration report."""
+    from .calibrate import calibrate
+    from .validate import validate_measured
+
+    measured = system["measured"]
+    cal = calibration_points(measured)
+    fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], **calibrate_kwargs)
+    rows = validate_measured(measured, fitted)
+    rows["calibration"] = rows.index.isin(cal)
+    return rows, report
+
+
+def system_summary(system: str, rows: pd.DataFrame) -> dict:
+    """One line of the corpus table from :func:`validate_system`'s rows."""
+    from .validate import fastest_agreement
+
+    pred = rows[~rows["calibration"]]
+    big = pred[pred["size_bytes"] >= MIB]
+    med, p90 = _summary(pred["error"])
+    med1, p901 = _summary(big["error"])
+    cal = rows[rows["calibration"]]
+    fastest = ""
+    if "algorithm_given" in rows.columns and rows.groupby(["collective", "size_bytes"]).size().max() > 1:
+        agree = fastest_agreement(rows.assign(algorithm=rows["algorithm_given"]), margin=AGREEMENT_MARGIN)
+        fastest = f"{int(agree.agree.sum())}/{len(agree)}"
+    return {"system": system, "rows": len(rows),
+            "calibration": ", ".join(f"{c} {_size(n)}" for c, n in zip(cal["collective"], cal["size_bytes"],
+                                                                        strict=True)),
+            "predicted": len(pred), "median_all": med, "p90_all": p90, "points_1mib": len(big),
+            "median_1mib": med1, "p90_1mib": p901, "fastest": fastest}
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << k and n % (1 << k) == 0:
+            return f"{n >> k} {unit}"
+    return f"{n} B"
+
+
+def validate_corpus(root: Path | str = PUBLISHED, systems=None, **calibrate_kwargs) -> pd.DataFrame:
+    """The corpus accuracy table: one row per system with a topology.
+
+    Parameters
+    ----------
+    root : path
+        The corpus folder (``docs/data/published``).
+    systems : list of str, optional
+        Only the systems whose name contains one of these strings (default: all).
+    **calibrate_kwargs
+        Passed to :func:`hcsim.calibrate.calibrate`.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`COLUMNS`: rows measured, the calibration points, rows predicted, median
+        and 90th percentile of |error| over the predicted rows (all sizes; and over those of at
+        least 1 MiB, ``points_1mib`` of them), fastest-algorithm agreement ("agreed/clear", empty
+        where no file compares algorithms). ``attrs["rows"]`` holds every system's rows and
+        ``attrs["reports"]`` the calibration reports.
+    """
+    out, all_rows, reports = [], {}, {}
+    for s in load_corpus(root):
+        if systems is not None and not any(k in s["system"] for k in systems):
+            continue
+        rows, report = validate_system(s, **calibrate_kwargs)
+        out.append(system_summary(s["system"], rows))
+        all_rows[s["system"]], reports[s["system"]] = rows, report
+    df = pd.DataFrame(out, columns=COLUMNS)
+    df.attrs.update(rows=all_rows, reports=reports)
+    return df
+
+
+def overall(df: pd.DataFrame) -> dict:
+    """Median |error| pooled over every predicted row of every system, all sizes and >= 1 MiB."""
+    rows = pd.concat([r[~r["calibration"]] for r in df.attrs["rows"].values()], ignore_index=True)
+    med, p90 = _summary(rows["error"])
+    med1, p901 = _summary(rows[rows["size_bytes"] >= MIB]["error"])
+    return {"points": len(rows), "median_all": med, "p90_all": p90, "median_1mib": med1, "p90_1mib": p901}
+
+
+def format_corpus_table(df: pd.DataFrame) -> str:
+    """The table as Markdown (percentages with one decimal), as docs/validation.md keeps it."""
+
+    def pct(x):
+        return "-" if np.isnan(x) else f"{100 * x:.1f}%"
+
+    lines = ["| system | rows | calibrated on | predicted | median all | p90 all | rows >= 1 MiB | median >= 1 MiB "
+             "| p90 >= 1 MiB | fastest |", "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in df.itertuples():
+        lines.append(f"| {r.system} | {r.rows} | {r.calibration} | {r.predicted} | {pct(r.median_all)} | "
+                     f"{pct(r.p90_all)} | {r.points_1mib} | {pct(r.median_1mib)} | {pct(r.p90_1mib)} | "
+                     f"{r.fastest or '-'} |")
+    return "\n".join(lines)

@@ -1,0 +1,78 @@
+"""The corpus accuracy table in docs/validation.md is what the code computes now.
+
+Each system of docs/data/published/corpus.yaml is calibrated on at most two points of its sweep
+(hcsim.corpus.calibration_points) and every other row predicted; the table's numbers are
+recomputed here and compared with the stored ones, so a model change that moves the table fails
+until the doc is updated (benchmarks/validate_corpus.py prints the new table). The default run
+checks a two-system slice; the whole table is ``slow``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from hcsim.corpus import calibration_points, format_corpus_table, load_corpus, validate_corpus
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "validation.md"
+MARK = "<!-- corpus-table: current -->"
+TOLERANCE_PP = 0.1  # percentage points; the doc prints one decimal
+
+
+def stored_table() -> dict[str, list[str]]:
+    """The rows of the current corpus table in docs/validation.md, by system."""
+    text = DOC.read_text()
+    assert MARK in text, f"docs/validation.md has no {MARK} table"
+    out = {}
+    for line in text.split(MARK, 1)[1].lstrip().splitlines():
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if cells[0] in ("system",) or set(cells[0]) <= set("-:"):
+            continue
+        out[cells[0]] = cells
+    return out
+
+
+def check_rows(df: pd.DataFrame, stored: dict[str, list[str]]):
+    fresh = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+             for line in format_corpus_table(df).splitlines()[2:]}
+    for system, cells in fresh.items():
+        assert system in stored, f"{system!r} is not in the stored table"
+        old = stored[system]
+        for i, (a, b) in enumerate(zip(cells, old, strict=True)):
+            if a.endswith("%") and b.endswith("%"):
+                assert abs(float(a[:-1]) - float(b[:-1])) <= TOLERANCE_PP, (system, i, a, b)
+            else:
+                assert a == b, (system, i, a, b)
+
+
+def test_calibration_points_are_the_first_sweeps_smallest_and_largest():
+    for s in load_corpus():
+        m = s["measured"]
+        cal = calibration_points(m)
+        assert 1 <= len(cal) <= 2
+        sweep = m[(m.collective == m.collective.iloc[0]) & (m.ranks == m.ranks.iloc[0])]
+        assert m.loc[cal, "size_bytes"].tolist() == sorted({sweep.size_bytes.min(), sweep.size_bytes.max()})
+
+
+def test_corpus_table_slice_matches_docs():
+    df = validate_corpus(systems=["MI300X", "A100"])
+    assert len(df) == 2
+    check_rows(df, stored_table())
+
+
+@pytest.mark.slow
+def test_corpus_table_matches_docs():
+    df = validate_corpus()
+    stored = stored_table()
+    assert set(df["system"]) == set(stored)
+    check_rows(df, stored)
+
+
+def test_stored_table_names_every_system_with_a_topology():
+    assert {s["system"] for s in load_corpus()} == set(stored_table())
+    assert all(re.fullmatch(r"\d+", c[1]) for c in stored_table().values())
