@@ -38,7 +38,7 @@ def client():
 
 
 def _small_leaf_spine():
-    return leaf_spine(4, 4, 2, 25e9, 1e-6)  # 16 NPUs, 2:1 oversubscribed: contended runs
+    return leaf_spine(4, 4, 2, 25e9, 1e-6)  # 16 NPUs, 4 leaves, 2 spines: flows meet on uplinks
 
 
 @needs_dask

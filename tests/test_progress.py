@@ -32,7 +32,7 @@ class _Terminal(io.StringIO):
 
 
 def _contended():
-    return leaf_spine(4, 4, 2, 25e9, 1e-6)  # 16 NPUs, 2:1: an event-driven run, not the one-pass one
+    return leaf_spine(4, 4, 2, 25e9, 1e-6)  # 16 NPUs, 4 leaves, 2 spines: flows meet on uplinks (event-driven)
 
 
 def test_auto_is_off_under_capture(monkeypatch):
