@@ -23,10 +23,11 @@ from hcsim.corpus import format_corpus_table, overall, validate_corpus
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--system", action="append", help="only systems whose name contains this (repeatable)")
+    ap.add_argument("--fit", default=None, help="calibrate's fit (tiers, bottleneck; default: the corpus rule's)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    df = validate_corpus(systems=args.system)
+    df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}))
     took = time.perf_counter() - t0
     print(format_corpus_table(df))
     o = overall(df)
@@ -34,7 +35,7 @@ def main(argv=None) -> int:
           f"(p90 {100 * o['p90_all']:.1f}%); >= 1 MiB: median {100 * o['median_1mib']:.1f}% "
           f"(p90 {100 * o['p90_1mib']:.1f}%)")
     for system, rep in df.attrs["reports"].items():
-        scale = ", ".join(f"{t} x{s:.3g}" for t, s in rep["tier_bandwidth_scale"].items())
+        scale = ", ".join(f"{t} x{s:.3g}" for t, s in {**rep["tier_bandwidth_scale"], **rep["link_scale"]}.items())
         print(f"# {system[:60]}: {scale}; step {rep['step_overhead_us']:.3g} us, "
               f"launch {rep['launch_overhead_us']:.3g} us")
     if args.rows:

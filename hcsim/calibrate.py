@@ -50,6 +50,30 @@ def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float =
     return out
 
 
+def link_classes(topo) -> list[tuple[str, float]]:
+    """The topology's link classes: the distinct ``(tier, bandwidth_Bps)`` of its links, sorted.
+    Within a tier, links of different rates play different parts (a leaf-spine's host links and
+    its uplinks; a server's memory and its NIC), so a fit may scale one class and keep the rest."""
+    return sorted({(d["spec"].tier, float(d["spec"].bandwidth_Bps)) for _, _, d in topo.graph.edges(data=True)})
+
+
+def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
+    """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
+    and the per-step overhead set to ``step_overhead_s``; everything else kept."""
+    out = copy.deepcopy(topo)
+    for _, _, d in out.graph.edges(data=True):
+        s = d["spec"]
+        if (s.tier, float(s.bandwidth_Bps)) == klass:
+            d["spec"] = LinkSpec(s.bandwidth_Bps * factor, s.latency_s, s.tier, s.inline_reduce)
+    out.defaults = dataclasses.replace(topo.defaults, step_overhead_s=step_overhead_s)
+    out._compiled = None
+    return out
+
+
+def _class_name(klass: tuple[str, float]) -> str:
+    return f"{klass[0]}@{klass[1] / 1e9:g}GBps"
+
+
 def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
     n = len(x0)
     pts = [np.asarray(x0, float)] + [np.asarray(x0, float) + np.eye(n)[i] * steps[i] for i in range(n)]
@@ -87,7 +111,7 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
-              max_work: int = MAX_CALIBRATION_WORK):
+              max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers"):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -121,6 +145,16 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         even its first simplex is refused with :class:`~hcsim.errors.WorkLimitError`.
     source : str, optional
         Where the measurements came from (a file name), kept in the provenance.
+    fit : {"tiers", "bottleneck"}
+        What is fitted. ``"tiers"`` (default): one bandwidth factor per tier the points use,
+        the per-step overhead and a launch factor. ``"bottleneck"``: two parameters, for a fit
+        on two points (a small and a large one): the per-step overhead and one factor on the
+        links of one :func:`link_classes` class: of the classes whose doubling moves the largest
+        point's prediction, the one whose fit (Nelder-Mead, restarted once from its end) leaves
+        the least error; every other link keeps the rate the topology gives it and the launch
+        overheads are kept. A rate fitted on a point that one kind of link
+        bounds then does not move links of another kind (a node's NIC when the point ran over
+        its memory).
 
     Returns
     -------
@@ -150,6 +184,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("max_simulations", max_simulations, "a whole number >= 1")
     if isinstance(max_work, bool) or not isinstance(max_work, numbers.Integral) or max_work < 1:
         raise bad_value("max_work", max_work, "a whole number >= 1")
+    if fit not in ("tiers", "bottleneck"):
+        raise bad_value("fit", fit, "tiers or bottleneck")
     if source is not None and not isinstance(source, str):
         raise bad_value("source", source, "a str (where the measurements came from), or None")
     topo = load_topology(topology)
@@ -188,37 +224,69 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             f"{per_eval} units of engine work (50 per event instant or contention-free step + 1 per flow-rate update), and a fit needs at "
             f"least {1 + len(tiers) + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
             "or raise max_work (--max-work)")
-    # only the tiers some point depends on: doubling an unused tier moves nothing
-    used = [t for t in tiers if np.max(np.abs(predict(scaled(topo, {t: 2.0}, d0.step_overhead_s)) - start)) > 1e-9]
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
+    klass = None
+    if fit == "bottleneck":
+        largest = int(np.argmax([n for _, n, _, _, _ in points]))
+        moved = {k: abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s))[largest] - start[largest])
+                 for k in link_classes(topo)}
+        candidates = sorted((k for k in moved if moved[k] > 1e-9), key=lambda k: -moved[k]) or [max(moved)]
+        klass = candidates[0]
+        used = [klass[0]]
 
-    def unpack(x):
-        x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
-        scale = {t: float(np.exp(x[i])) for i, t in enumerate(used)}
-        return scale, float(base_step * np.exp(x[len(used)])), float(np.exp(x[len(used) + 1]))
+        def unpack(x):
+            x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
+            return {klass[0]: float(np.exp(x[0]))}, float(base_step * np.exp(x[1])), 1.0
 
-    def build(x):
-        scale, step, f = unpack(x)
-        return scaled(topo, scale, step, f, launch0 * f)
+        def build(x):
+            scale, step, _ = unpack(x)
+            return class_scaled(topo, klass, scale[klass[0]], step)
+    else:
+        # only the tiers some point depends on: doubling an unused tier moves nothing
+        used = [t for t in tiers if np.max(np.abs(predict(scaled(topo, {t: 2.0}, d0.step_overhead_s)) - start)) > 1e-9]
+
+        def unpack(x):
+            x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
+            scale = {t: float(np.exp(x[i])) for i, t in enumerate(used)}
+            return scale, float(base_step * np.exp(x[len(used)])), float(np.exp(x[len(used) + 1]))
+
+        def build(x):
+            scale, step, f = unpack(x)
+            return scaled(topo, scale, step, f, launch0 * f)
 
     def loss(x):
         return float(np.mean(predict(build(x)) ** 2))
 
-    x0 = np.zeros(len(used) + 2)
+    x0 = np.zeros(2 if klass else len(used) + 2)
     before = predict(build(x0))
     bounds = {"max_evals": max_evals, "max_simulations": max(1, max_simulations // len(points)),
               "max_work": budget}
     limit_by = min(bounds, key=bounds.get)
     limit = bounds[limit_by]
-    x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
+    if klass is None:
+        x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
+    else:  # each class that moves the largest point, fitted, restarted once; the best fit wins
+        best, evals = None, 0
+        for k in candidates:
+            klass = k
+            xk, fk, ek = _nelder_mead(loss, x0, [0.5, 0.5], limit)
+            xk, fk, ek2 = _nelder_mead(loss, xk, [0.25, 0.25], limit)
+            evals += ek + ek2
+            if best is None or fk < best[1] - 1e-12:
+                best = (xk, fk, k)
+        x, _, klass = best
+        used = [klass[0]]
     after = predict(build(x))
     scale, step, f = unpack(x)
     fitted = build(x)
     if not topo.name.endswith("-calibrated"):
         fitted.name = f"{topo.name}-calibrated"
-    report = {"measured_points": len(points), "source": source, "tier_bandwidth_scale": scale,
+    launch_us = (d0.launch_overhead_s if klass else launch0 * f) * 1e6
+    report = {"measured_points": len(points), "source": source, "fit": fit,
+              "tier_bandwidth_scale": {} if klass else scale,
+              "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,
-              "launch_overhead_us": launch0 * f * 1e6, "launch_scale": f,
+              "launch_overhead_us": launch_us, "launch_scale": f,
               "rms_log_error_topology": float(np.sqrt(np.mean(start ** 2))),
               "rms_log_error_before": float(np.sqrt(np.mean(before ** 2))),
               "rms_log_error_after": float(np.sqrt(np.mean(after ** 2))),

@@ -10,10 +10,12 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
    errors (:func:`calibration_points`): the collective, algorithm and rank count of the first row
    of the system's first file, and of that sweep its smallest and its largest size (one
    latency-dominated and one bandwidth-dominated point wherever the sweep reaches small sizes);
-2. calibrates the topology on those two points with :func:`hcsim.calibrate.calibrate` (tier
-   bandwidth scale, per-step overhead, launch factor);
+2. calibrates the topology on those two points with :func:`hcsim.calibrate.calibrate`,
+   ``fit="bottleneck"``: two parameters for two points, the per-step overhead and the rate of
+   one class of links (the one that explains the points best), every other link as built;
 3. predicts every other row with the algorithm that ran where the file says
-   (:func:`hcsim.validate.row_algorithm`), else ``"auto"``, as ``hcsim validate`` does;
+   (:func:`hcsim.validate.row_algorithm`), else HCCL's choice as ``hcsim validate`` does, run
+   without HCCL's CCL-buffer loops on a system that is not an Ascend one;
 4. reports per system the median and 90th percentile of |error| over the predicted rows, over
    all sizes and over sizes of at least 1 MiB (hcsim's size: the whole buffer, nccl-tests'
    convention), and the fastest-algorithm agreement where a file compares algorithms at a size
@@ -101,17 +103,48 @@ def _summary(err: pd.Series) -> tuple[float, float]:
     return float(a.median()), float(a.quantile(0.9))
 
 
-def validate_system(system: dict, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+def _selected(measured: pd.DataFrame, topology) -> pd.DataFrame:
+    from .api import simulate
+    from .topology.io import load_topology
+    from .validate import measured_ranks, row_algorithm
+
+    topo = load_topology(topology)
+    names = []
+    for _, r in measured.iterrows():
+        own = row_algorithm(r, "auto")
+        names.append(own if own != "auto" else simulate(topo, r["collective"], int(r["size_bytes"]), "auto",
+                                                         ranks=measured_ranks(r), mode="analytical").algorithm)
+    return measured.assign(algorithm=names)
+
+
+def validate_system(system: dict, algorithm: str | None = "selected", fit: str = "bottleneck",
+                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
-    and predict every row. Returns the rows (measured, predicted, ``error``, ``calibration``: whether
-    the row was a calibration point) and the calibration report."""
+    and predict every row.
+
+    ``algorithm="selected"`` (default): rows that name no algorithm run HCCL's choice (``auto``,
+    as ``hcsim validate`` predicts them); on a topology without a ``product`` (NCCL, RCCL, MPI)
+    that choice is resolved per row and run as named, without HCCL's CCL-buffer loops, which
+    belong to HCCL alone. Any other value is passed to :func:`hcsim.validate.row_algorithm`.
+    ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
+    step overhead and the rate of the link class that explains the two points).
+
+    Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
+    calibration point) and the calibration report."""
     from .calibrate import calibrate
+    from .topology.io import load_topology
     from .validate import validate_measured
 
     measured = system["measured"]
     cal = calibration_points(measured)
-    fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], **calibrate_kwargs)
-    rows = validate_measured(measured, fitted)
+    algo = algorithm
+    if algorithm == "selected":
+        algo = "auto"
+        if load_topology(system["topology"]).product is None:
+            measured = _selected(measured, system["topology"])
+    fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
+                               fit=fit, **calibrate_kwargs)
+    rows = validate_measured(measured, fitted, algorithm=algo)
     rows["calibration"] = rows.index.isin(cal)
     return rows, report
 
@@ -143,7 +176,8 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def validate_corpus(root: Path | str = PUBLISHED, systems=None, **calibrate_kwargs) -> pd.DataFrame:
+def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "selected",
+                    fit: str = "bottleneck", **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -152,8 +186,8 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, **calibrate_kwar
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    **calibrate_kwargs
-        Passed to :func:`hcsim.calibrate.calibrate`.
+    algorithm, fit, **calibrate_kwargs
+        As :func:`validate_system` takes them.
 
     Returns
     -------
@@ -168,7 +202,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, **calibrate_kwar
     for s in load_corpus(root):
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
-        rows, report = validate_system(s, **calibrate_kwargs)
+        rows, report = validate_system(s, algorithm, fit, **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)

@@ -74,10 +74,12 @@ def predict_row(i: int, row, run, *args, **kwargs):
 
 
 def row_algorithm(row, algorithm="auto"):
-    """What to predict a measured ``row`` with: ``algorithm`` unless it is ``"auto"``; then the
-    row's own ``algorithm`` where it names an hcsim algorithm for the row's collective (hcsim's
-    measured CSVs record the one that ran), else ``"auto"`` (HCCL's choice; hccl_test and
-    nccl-tests rows say only ``"hccl"`` or ``"nccl"``).
+    """What to predict a measured ``row`` with: ``algorithm`` unless it is ``"auto"`` or
+    ``"default"``; then the row's own ``algorithm`` where it names an hcsim algorithm for the
+    row's collective (hcsim's measured CSVs record the one that ran), else ``"auto"`` (HCCL's
+    choice; hccl_test and nccl-tests rows say only ``"hccl"`` or ``"nccl"``), or for
+    ``"default"`` None (hcsim's default for the collective: what to use for a library other
+    than HCCL).
 
     Examples
     --------
@@ -85,6 +87,8 @@ def row_algorithm(row, algorithm="auto"):
     'ring'
     >>> row_algorithm({"collective": "allreduce", "algorithm": "hccl"})
     'auto'
+    >>> row_algorithm({"collective": "allreduce", "algorithm": "nccl"}, "default") is None
+    True
     >>> row_algorithm({"collective": "allgather", "algorithm": "ring"}, "hd")
     'hd'
     """
@@ -92,12 +96,15 @@ def row_algorithm(row, algorithm="auto"):
     from .errors import ConfigError
 
     own = row.get("algorithm")
-    if algorithm != "auto" or not isinstance(own, str) or not own:
+    fallback = None if algorithm == "default" else "auto"
+    if algorithm not in ("auto", "default"):
         return algorithm
+    if not isinstance(own, str) or not own:
+        return fallback
     try:
         get_algorithm(row["collective"], own)
     except ConfigError:
-        return "auto"
+        return fallback
     return own
 
 
