@@ -435,26 +435,34 @@ class Fabric:
             real = mat != self.pad
             rates = max_min_rates(flow[real], mat[real], self.capacity, active.size)
         else:
-            rates = self._path_bw[self.s_path[active]]
+            paths = self.s_path[active]
+            rates = self._path_bw[paths]
             if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
-                self.res_demand = np.bincount(mat.ravel(), self._demand(self.s_path[active], mat.shape[1]),
+                self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]),
                                               minlength=self.pad + 1)
                 self.res_demand[self.pad] = 0.0
             hot_res = self.res_demand > self._hot_Bps
-            on_hot = hot_res[mat]
-            hot_flow = np.flatnonzero(on_hot.any(axis=1))
-            self._count_updates(hot_flow.size, now)
-            if hot_flow.size:
+            rows, col = np.nonzero(hot_res[mat])  # (flow, position) of every hot crossing, row-major
+            if rows.size:
+                first = np.empty(rows.size, dtype=bool)  # a flow's first hot crossing
+                first[0] = True
+                np.not_equal(rows[1:], rows[:-1], out=first[1:])
+                hot_flow = rows[first]
+            else:
+                hot_flow = rows
+            n = hot_flow.size
+            self._count_updates(n, now)
+            if n:
                 rates = rates.copy()
                 hot_ids = np.flatnonzero(hot_res)
                 self._local[hot_ids] = np.arange(hot_ids.size)
-                sub = on_hot[hot_flow]
-                flow = np.broadcast_to(np.arange(hot_flow.size)[:, None], sub.shape)[sub]
-                res = self._local[mat[hot_flow][sub]]
-                n = hot_flow.size
+                # flows numbered 0..n-1 in the order of hot_flow
+                flow = rows if n == active.size else np.cumsum(first) - 1
+                res = self._local[mat[rows, col]]
+                per_flow = np.arange(n)
                 caps = np.concatenate([self.capacity[hot_ids], rates[hot_flow]])  # + one cap per flow
-                rates[hot_flow] = max_min_rates(np.concatenate([flow, np.arange(n)]),
-                                                np.concatenate([res, hot_ids.size + np.arange(n)]), caps, n)
+                rates[hot_flow] = max_min_rates(np.concatenate([flow, per_flow]),
+                                                np.concatenate([res, hot_ids.size + per_flow]), caps, n)
         sel = rates != self.s_rate[active]
         changed, new = active[sel], rates[sel]
         if changed.size:

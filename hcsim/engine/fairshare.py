@@ -44,7 +44,10 @@ def max_min_rates(pair_flow: np.ndarray, pair_res: np.ndarray, capacity: np.ndar
     if n_flows == 0:
         return rate
     local, remaining = _local_resources(pair_res, capacity)
-    if pair_flow.size >= KERNEL_PAIRS and _compiled() is not None:  # same rates, compiled loop
+    global _CALLS
+    _CALLS += 1
+    if (pair_flow.size >= KERNEL_PAIRS or _CALLS > KERNEL_AFTER_CALLS) and _compiled() is not None:
+        # same rates, compiled loop
         return _KERNEL(np.asarray(pair_flow, dtype=np.int64), np.asarray(local, dtype=np.int64),
                        np.array(remaining, dtype=float), n_flows, _SAT_RTOL)
     n_res = remaining.size
@@ -105,10 +108,17 @@ _PLAIN_ROUNDS = 4
 
 KERNEL_PAIRS = 4096
 """Problems with at least this many (flow, resource) pairs go to the compiled kernel
-(:mod:`hcsim.engine._kernels`) when numba is installed (``pip install hcsim[fast]``); smaller
-ones cost less in numpy than a call into it. Set ``HCSIM_NO_NUMBA=1`` to never use it."""
+(:mod:`hcsim.engine._kernels`) when numba is installed (``pip install hcsim[fast]``). Set
+``HCSIM_NO_NUMBA=1`` to never use it."""
+
+KERNEL_AFTER_CALLS = 256
+"""After this many calls in one process every problem goes to the kernel, small ones too: a
+call costs about a dozen numpy calls per filling round, the kernel one dispatch (an A3
+broadcast selection study, 28,118 calls of about 900 pairs: 10.0 s to 7.9 s). Before that, a
+short run does not pay numba's import (about 0.4 s) for a few small problems."""
 
 _KERNEL = None  # None: not looked for yet; False: unavailable
+_CALLS = 0  # max_min_rates calls in this process
 
 
 def _compiled():
