@@ -365,13 +365,19 @@ def _reduces_inline(collective, product, dtype, reduce_op) -> bool:
 
 
 def _is_int(x) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+    return type(x) is int or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
+
+
+@functools.lru_cache(maxsize=64)
+def _simulate_options(exclude: tuple) -> list:
+    """:func:`simulate`'s keyword-only parameters but ``exclude`` (read once per exclusion)."""
+    return [n for n, prm in inspect.signature(simulate).parameters.items()
+            if prm.kind is inspect.Parameter.KEYWORD_ONLY and n not in exclude]
 
 
 def check_options(options: dict, exclude=(), where: str = "sweep") -> None:
     """One line for a keyword :func:`simulate` does not take (or that ``where`` sets itself)."""
-    allowed = [n for n, prm in inspect.signature(simulate).parameters.items()
-               if prm.kind is inspect.Parameter.KEYWORD_ONLY and n not in exclude]
+    allowed = _simulate_options(tuple(exclude))
     for name in options:
         if name not in allowed:
             raise bad_value(f"{where}({name}=...)", options[name], "not an option here; options: " + ", ".join(allowed))
