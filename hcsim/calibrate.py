@@ -70,6 +70,46 @@ def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s:
     return out
 
 
+NCCL_LL_EFFICIENCY = 0.25
+"""NCCL's ring LL protocol moves data at a quarter of the link rate in its own cost model for
+an allreduce or any multi-node collective (NVIDIA/nccl src/graph/tuning.cc, as read in a 2.2x
+version with MNNVL support, ``ncclTopoTuneModel``: ring + LL ``busBw * 1.0/4.0``; some later
+versions use 0.5; LL sends 8-byte words of 4 data bytes and 4 flag bytes)."""
+
+NCCL_SIMPLE_LATENCY_RATIO = {"nvlink": 3.4 / 0.6, "net": 14.0 / 2.7}
+"""How much longer a ring step takes under NCCL's Simple protocol than under LL, per hop kind:
+``hwLat`` Ring {LL, Simple} = {0.6, 3.4} us over NVLink and {2.7, 14.0} us over the network
+(NVIDIA/nccl src/graph/tuning.cc, the same version)."""
+
+
+def nccl_protocol_regimes(hop: str):
+    """NCCL's two protocols as message regimes, for :func:`calibrate`'s ``regimes``.
+
+    The fitted per-step overhead is LL's step; below the crossover a message runs LL (that
+    overhead, :data:`NCCL_LL_EFFICIENCY` of the rate), above it Simple (the overhead times
+    :data:`NCCL_SIMPLE_LATENCY_RATIO` for ``hop``, ``"nvlink"`` or ``"net"``, the full rate).
+    The crossover is where the two cost one message alike on the fitted link rate, as NCCL's
+    tuner picks the faster protocol: ``m* = (r - 1) a B e / (1 - e)``. LL128 is left out (NCCL
+    enables it by default only on NVLink-only paths of some GPUs).
+
+    Examples
+    --------
+    >>> reg = nccl_protocol_regimes("net")(10e-6, 25e9)
+    >>> reg.from_bytes[1], reg.efficiency
+    (348765, (0.25, 1.0))
+    """
+    from .engine.regimes import MessageRegimes
+
+    r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], NCCL_LL_EFFICIENCY
+
+    def build(step_overhead_s: float, link_Bps: float):
+        threshold = max(1, int((r - 1) * step_overhead_s * link_Bps * e / (1 - e)))
+        return MessageRegimes(from_bytes=(0, threshold), overhead_s=(0.0, (r - 1) * step_overhead_s),
+                              efficiency=(e, 1.0))
+
+    return build
+
+
 def _class_name(klass: tuple[str, float]) -> str:
     return f"{klass[0]}@{klass[1] / 1e9:g}GBps"
 
@@ -111,7 +151,7 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
-              max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers"):
+              max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -155,6 +195,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         overheads are kept. A rate fitted on a point that one kind of link
         bounds then does not move links of another kind (a node's NIC when the point ran over
         its memory).
+    regimes : callable, optional
+        With ``fit="bottleneck"``: ``regimes(step_overhead_s, link_Bps) -> MessageRegimes``, the
+        transport's message regimes as a function of the two fitted values (the per-step
+        overhead and the fitted class's link rate), set on every candidate topology the fit
+        tries and on the result (:func:`nccl_protocol_regimes`). None: the topology's own.
 
     Returns
     -------
@@ -186,6 +231,9 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("max_work", max_work, "a whole number >= 1")
     if fit not in ("tiers", "bottleneck"):
         raise bad_value("fit", fit, "tiers or bottleneck")
+    if regimes is not None and (fit != "bottleneck" or not callable(regimes)):
+        raise bad_value("regimes", regimes, "a callable (step_overhead_s, link_Bps) -> MessageRegimes, "
+                        "with fit='bottleneck'")
     if source is not None and not isinstance(source, str):
         raise bad_value("source", source, "a str (where the measurements came from), or None")
     topo = load_topology(topology)
@@ -240,7 +288,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
 
         def build(x):
             scale, step, _ = unpack(x)
-            return class_scaled(topo, klass, scale[klass[0]], step)
+            out = class_scaled(topo, klass, scale[klass[0]], step)
+            if regimes is not None:
+                out.defaults = dataclasses.replace(out.defaults,
+                                                   message_regimes=regimes(step, klass[1] * scale[klass[0]]))
+            return out
     else:
         # only the tiers some point depends on: doubling an unused tier moves nothing
         used = [t for t in tiers if np.max(np.abs(predict(scaled(topo, {t: 2.0}, d0.step_overhead_s)) - start)) > 1e-9]

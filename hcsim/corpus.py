@@ -62,7 +62,7 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
             df = load_measured(root / e["file"], **e.get("load", {}))
         df = df.assign(file=e["file"])
         s = systems.setdefault(e["system"], {"system": e["system"], "topology": root / e["topology"],
-                                             "entries": [], "frames": []})
+                                             "transport": e.get("transport"), "entries": [], "frames": []})
         s["entries"].append(e)
         s["frames"].append(df)
     out = []
@@ -117,8 +117,22 @@ def _selected(measured: pd.DataFrame, topology) -> pd.DataFrame:
     return measured.assign(algorithm=names)
 
 
+TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
+"""Transports whose message regimes are known facts: NCCL's LL and Simple protocols
+(:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross). Others (HCCL,
+MPI, RCCL, whose tuning tables differ from NCCL's) are fitted without regimes."""
+
+
+def transport_regimes(transport: str | None):
+    """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
+    from .calibrate import nccl_protocol_regimes
+
+    key = (transport or "").split()[0] if transport else None
+    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key]) if key in TRANSPORT_REGIMES else None
+
+
 def validate_system(system: dict, algorithm: str | None = "selected", fit: str = "bottleneck",
-                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+                    regimes: bool = True, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
@@ -127,7 +141,9 @@ def validate_system(system: dict, algorithm: str | None = "selected", fit: str =
     that choice is resolved per row and run as named, without HCCL's CCL-buffer loops, which
     belong to HCCL alone. Any other value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
-    step overhead and the rate of the link class that explains the two points).
+    step overhead and the rate of the link class that explains the two points); with
+    ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
+    is fitted with them.
 
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
@@ -142,6 +158,8 @@ def validate_system(system: dict, algorithm: str | None = "selected", fit: str =
         algo = "auto"
         if load_topology(system["topology"]).product is None:
             measured = _selected(measured, system["topology"])
+    if regimes and fit == "bottleneck" and transport_regimes(system.get("transport")) is not None:
+        calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **calibrate_kwargs)
     rows = validate_measured(measured, fitted, algorithm=algo)
@@ -177,7 +195,7 @@ def _size(n: int) -> str:
 
 
 def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "selected",
-                    fit: str = "bottleneck", **calibrate_kwargs) -> pd.DataFrame:
+                    fit: str = "bottleneck", regimes: bool = True, **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -202,7 +220,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
     for s in load_corpus(root):
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
-        rows, report = validate_system(s, algorithm, fit, **calibrate_kwargs)
+        rows, report = validate_system(s, algorithm, fit, regimes, **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)

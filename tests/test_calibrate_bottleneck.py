@@ -31,3 +31,24 @@ def test_fit_name_is_checked():
     pts = pd.DataFrame({"collective": ["allreduce"], "size_bytes": [1024], "time_us": [10.0]})
     with pytest.raises(HcsimError, match="fit"):
         calibrate(leaf_spine(2, 2, 1, 1e9), pts, fit="everything")
+
+
+def test_regimes_follow_the_fitted_step_and_rate():
+    from hcsim.calibrate import nccl_protocol_regimes
+    from hcsim.topology import single_switch
+
+    base = single_switch(8, 100e9, tier="nvlink")
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "size_bytes": [8, 1 << 30],
+                        "time_us": [30.0, 30000.0]})
+    fitted, rep = calibrate(base, pts, fit="bottleneck", regimes=nccl_protocol_regimes("nvlink"))
+    reg = fitted.defaults.message_regimes
+    step = rep["step_overhead_us"] * 1e-6
+    assert reg.efficiency == (0.25, 1.0)
+    assert reg.overhead_s[1] == pytest.approx((3.4 / 0.6 - 1) * step)
+    rate = 100e9 * rep["link_scale"]["nvlink@100GBps"]
+    assert reg.from_bytes[1] == int((3.4 / 0.6 - 1) * step * rate * 0.25 / 0.75)
+    assert rep["rms_log_error_after"] < 1e-4
+    from hcsim.errors import HcsimError
+
+    with pytest.raises(HcsimError, match="regimes"):
+        calibrate(base, pts, regimes=nccl_protocol_regimes("nvlink"))  # only with fit="bottleneck"
