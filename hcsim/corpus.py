@@ -103,6 +103,51 @@ def _summary(err: pd.Series) -> tuple[float, float]:
     return float(a.median()), float(a.quantile(0.9))
 
 
+def open_mpi_fixed_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
+    """The hcsim schedule for what Open MPI's coll_tuned fixed decision function runs
+    (``ompi_coll_tuned_*_intra_dec_fixed``, ompi/mca/coll/tuned/coll_tuned_decision_fixed.c, read
+    at open-mpi/ompi commit 010080ec; the rules below are the ones of that file, kept, as far as
+    known, until Open MPI 4.1 rewrote them, not checked against 3.1.6's tag), or None for a
+    collective it does not cover here. Allreduce: recursive doubling below 10,000 bytes, else a
+    ring. Allgather: recursive doubling below 50,000 bytes on a power-of-two rank count (Bruck
+    otherwise), else neighbour exchange on an even count, which has no hcsim schedule and is
+    priced as the ring (the same bytes to the same neighbours). Alltoall: Bruck below 200 bytes a
+    peer on more than 12 ranks (no hcsim alltoall Bruck: priced as the linear one), linear below
+    3,000 bytes a peer, else pairwise.
+
+    Examples
+    --------
+    >>> [open_mpi_fixed_rule("allreduce", n, 64) for n in (8192, 16384)]
+    ['rd', 'ring']
+    >>> [open_mpi_fixed_rule("alltoall", 64 * n, 64) for n in (100, 2048, 4096)]
+    ['mesh', 'mesh', 'pairwise']
+    """
+    if collective == "allreduce":
+        return "rd" if size_bytes < 10000 else "ring"
+    if collective == "allgather":
+        if size_bytes < 50000:
+            return "hd" if ranks & (ranks - 1) == 0 else "nb"
+        return "ring"
+    if collective == "alltoall":
+        return "mesh" if size_bytes // ranks < 3000 else "pairwise"
+    return None
+
+
+def _library(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
+    """Rows that name no algorithm get the library's own rule where one is known (Open MPI's),
+    else HCCL's choice as :func:`_selected` gives it."""
+    from .validate import measured_ranks, row_algorithm
+
+    sel = _selected(measured, topology)
+    if (transport or "").split()[0:1] != ["openmpi"]:
+        return sel
+    names = []
+    for (_, r), chosen in zip(measured.iterrows(), sel["algorithm"], strict=True):
+        rule = open_mpi_fixed_rule(r["collective"], int(r["size_bytes"]), measured_ranks(r) or 0)
+        names.append(chosen if row_algorithm(r, "auto") != "auto" or rule is None else rule)
+    return measured.assign(algorithm=names)
+
+
 def _selected(measured: pd.DataFrame, topology) -> pd.DataFrame:
     from .api import simulate
     from .topology.io import load_topology
@@ -139,7 +184,9 @@ def validate_system(system: dict, algorithm: str | None = "selected", fit: str =
     ``algorithm="selected"`` (default): rows that name no algorithm run HCCL's choice (``auto``,
     as ``hcsim validate`` predicts them); on a topology without a ``product`` (NCCL, RCCL, MPI)
     that choice is resolved per row and run as named, without HCCL's CCL-buffer loops, which
-    belong to HCCL alone. Any other value is passed to :func:`hcsim.validate.row_algorithm`.
+    belong to HCCL alone. ``"library"``: the same, but an Open MPI system's rows run what Open
+    MPI's fixed decision rules pick (:func:`open_mpi_fixed_rule`; tried, not the default:
+    docs/validation.md). Any other value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
     step overhead and the rate of the link class that explains the two points); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
@@ -154,10 +201,11 @@ def validate_system(system: dict, algorithm: str | None = "selected", fit: str =
     measured = system["measured"]
     cal = calibration_points(measured)
     algo = algorithm
-    if algorithm == "selected":
+    if algorithm in ("selected", "library"):
         algo = "auto"
         if load_topology(system["topology"]).product is None:
-            measured = _selected(measured, system["topology"])
+            measured = (_selected(measured, system["topology"]) if algorithm == "selected"
+                        else _library(measured, system["topology"], system.get("transport")))
     if regimes and fit == "bottleneck" and transport_regimes(system.get("transport")) is not None:
         calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
