@@ -199,7 +199,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         check_collective(collective)
         kw = dict(ranks=ranks, root=root, mode=mode, routing=routing, ecmp_seed=ecmp_seed,
                   step_overhead_s=step_overhead_s, launch_overhead_s=launch_overhead_s, record=record,
-                  verify=verify, send_matrix=send_matrix, hccl=hccl or HcclConfig(), qps=qps,
+                  verify=verify, send_matrix=send_matrix, hccl=hccl, qps=qps,
                   max_transfers=max_transfers, max_flow_updates=max_flow_updates, dtype=dtype, reduce_op=reduce_op,
                   progress=progress)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
@@ -212,9 +212,11 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         return best
     if algorithm == "auto":
         check_collective(collective)
-        hccl = hccl or HcclConfig()
+        # HCCL's rules read its settings; the call still runs through a CCL buffer only where
+        # one is (an Ascend topology, or hccl= given), as the same algorithm named would
         algorithm, selected_by = select_algorithm(topo.product, collective, nbytes,
-                                                  servers or (len(rank_nodes),), pods, parsed_algo, hccl)
+                                                  servers or (len(rank_nodes),), pods, parsed_algo,
+                                                  hccl or HcclConfig())
     elif hccl_algo is not None:
         raise ConfigError(f"hccl_algo = {hccl_algo!r}: HCCL_ALGO picks the algorithm; pass algorithm='auto' "
                           f"or no algorithm, not {algorithm!r}")
@@ -912,7 +914,7 @@ class _FastAnalytical:
             if not ctx:
                 return out
             layout = ctx.servers or (ctx.p,)
-            hccl = ctx.hccl or HcclConfig()
+            hccl = ctx.hccl  # a CCL buffer only where simulate() has one (not added by auto/best)
             if algorithm == "best":
                 if self.kwargs.get("hccl_algo") is not None:
                     return out
@@ -935,7 +937,7 @@ class _FastAnalytical:
             for i, n in enumerate(sizes):
                 try:
                     pick = select_algorithm(self.topo.product, self.collective, n, layout, ctx.pods, ctx.parsed_algo,
-                                            hccl)
+                                            hccl or HcclConfig())
                 except Exception:  # simulate() raises it at this point
                     continue
                 chosen.setdefault(pick, []).append(i)

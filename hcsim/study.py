@@ -33,8 +33,8 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     hccl_algo : str, optional
         An HCCL_ALGO string constraining HCCL's choice.
     hccl : HcclConfig, optional
-        CCL buffer size and determinism (default: HCCL's defaults); every candidate runs
-        through the same buffer.
+        CCL buffer size and determinism (default: HCCL's defaults on an Ascend topology, none
+        elsewhere, as :func:`hcsim.simulate`); every candidate runs through the same buffer.
     client : dask.distributed.Client, optional
         Race the sizes on a Dask cluster (:func:`hcsim.parallel.dask_client`), one task per
         size (HCCL's choice, then every other candidate); the table is the same as without.
@@ -63,7 +63,8 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     if hccl is not None and not isinstance(hccl, HcclConfig):
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
     topo = load_topology(topology)
-    hccl = hccl or HcclConfig()
+    if hccl is None and topo.product is not None:
+        hccl = HcclConfig()  # HCCL's defaults on an Ascend machine; elsewhere no CCL buffer unless given
     rank_nodes = topo.resolve_ranks(ranks)
     servers, pods = rank_layout(topo, rank_nodes)
     cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)

@@ -164,3 +164,23 @@ def test_select_reports_no_crossover_between_equal_algorithms():
     for _, row in df.iterrows():
         cand = [row[c] for c in df.columns if c.startswith("time_us[")]
         assert row["best_time_us"] == min(cand)
+
+
+@pytest.mark.parametrize("mode", ["des", "analytical"])
+def test_auto_adds_no_ccl_buffer_off_ascend(mode):
+    """On a topology with no product (not an Ascend machine) a call runs through no CCL buffer
+    unless hccl= is given; 'auto' and 'best' must not add one (they did: a 512 MiB allreduce
+    chosen by auto ran as 3 loops while the same algorithm named ran as one call)."""
+    from hcsim.hccl.selection import HcclConfig
+    from hcsim.topology import leaf_spine
+
+    t = leaf_spine(2, 4, 2, 25e9, 1e-6)
+    auto = hcsim.simulate(t, "allreduce", "512M", "auto", mode=mode)
+    named = hcsim.simulate(t, "allreduce", "512M", auto.algorithm, mode=mode)
+    assert auto.time_s == named.time_s and auto.config["buffer_loops"] == named.config["buffer_loops"] == 1
+    looped = hcsim.simulate(t, "allreduce", "512M", "auto", mode=mode, hccl=HcclConfig())
+    assert looped.config["buffer_loops"] == 3 and looped.time_s != auto.time_s
+    best = hcsim.simulate(t, "allreduce", "512M", "best", mode=mode)
+    assert best.time_s <= named.time_s
+    df = hcsim.sweep(t, "allreduce", sizes=["512M"], algorithms=["auto", auto.algorithm], mode=mode)
+    assert df["time_us"].iloc[0] == df["time_us"].iloc[1]
