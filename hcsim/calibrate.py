@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import WorkLimitError, bad_value, unknown_name
+from .errors import ConfigError, WorkLimitError, bad_value, unknown_name
 from .limits import MAX_CALIBRATION_SIMULATIONS, MAX_CALIBRATION_WORK, MAX_EVALS
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
@@ -276,9 +276,15 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     klass = None
     if fit == "bottleneck":
         largest = int(np.argmax([n for _, n, _, _, _ in points]))
-        moved = {k: abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s))[largest] - start[largest])
-                 for k in link_classes(topo)}
-        candidates = sorted((k for k in moved if moved[k] > 1e-9), key=lambda k: -moved[k]) or [max(moved)]
+        shifts = {k: np.abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s)) - start)
+                  for k in link_classes(topo)}
+        # the classes that limit the largest point; else (an NPU's endpoint cap limits it) those
+        # that limit any point, most first; a class no point depends on is never fitted
+        candidates = (sorted((k for k in shifts if shifts[k][largest] > 1e-9), key=lambda k: -shifts[k][largest])
+                      or sorted((k for k in shifts if shifts[k].max() > 1e-9), key=lambda k: -shifts[k].sum()))
+        if not candidates:
+            raise ConfigError(f"fit = 'bottleneck': no link of {topo.name!r} limits any measured point (NPU "
+                              "endpoint caps or latency do); use fit='tiers'")
         klass = candidates[0]
         used = [klass[0]]
 

@@ -52,3 +52,29 @@ def test_regimes_follow_the_fitted_step_and_rate():
 
     with pytest.raises(HcsimError, match="regimes"):
         calibrate(base, pts, regimes=nccl_protocol_regimes("nvlink"))  # only with fit="bottleneck"
+
+
+def test_bottleneck_fit_never_fits_a_class_no_point_crosses():
+    """On one 910B server no measured point crosses RoCE, and the largest points are limited
+    by the NPUs' endpoint cap, not a link: the fit takes the link class that limits some point
+    (HCCS), never an unused one."""
+    from pathlib import Path
+
+    from hcsim.backends import load_measured
+    from hcsim.calibrate import calibrate
+
+    path = Path(__file__).resolve().parent.parent / "docs/data/published/ascend910b_8npu_measured.csv"
+    _, rep = calibrate("atlas800t-a2", load_measured(path), fit="bottleneck")
+    assert list(rep["link_scale"]) == ["hccs@20.3GBps"] and rep["tiers_unused"] == ["roce"]
+
+
+def test_cli_calibrate_fit_flag(tmp_path, capsys):
+    from pathlib import Path
+
+    from hcsim.cli import main
+
+    path = Path(__file__).resolve().parent.parent / "docs/data/published/ascend910b_8npu_measured.csv"
+    rc = main(["calibrate", "--measured", str(path), "--topology", "atlas800t-a2", "--fit", "bottleneck",
+               "--out", str(tmp_path / "t.yaml")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "hccs@20.3GBps x" in out and (tmp_path / "t.yaml").is_file()

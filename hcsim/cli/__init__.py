@@ -199,6 +199,10 @@ def _parser() -> argparse.ArgumentParser:
                     "size=bytes,time=latency:ms; busbw=COL:GBps; wide=algorithm,values=time:us (docs/validation.md)")
     ca.add_argument("--algo", default="auto", help="what ran (default: the one each row records, else HCCL's choice)")
     ca.add_argument("--out", required=True, help="write the calibrated topology YAML here")
+    ca.add_argument("--fit", default="tiers", choices=("tiers", "bottleneck"),
+                    help="tiers: a bandwidth scale per tier the points cross, the step overhead and a launch "
+                    "factor; bottleneck: two parameters (the step overhead and the rate of the one class of links "
+                    "that limits the points), for a fit from two points of a sweep (docs/validation.md)")
     ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
                     help="work bound of the fit (engine units: 50 per event instant + 1 per flow update)")
 
@@ -535,8 +539,10 @@ def _cmd_calibrate(a) -> int:
     if a.measured is None or a.topology is None:
         raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
     measured = load_measured(a.measured, a.op, a.ranks, a.columns)
-    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work)
-    scales = ", ".join(f"{t} x{v:.4f}" for t, v in rep["tier_bandwidth_scale"].items()) or "no tier"
+    fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work,
+                            fit=a.fit)
+    scales = ", ".join(f"{t} x{v:.4f}" for t, v in {**rep["tier_bandwidth_scale"],
+                                                      **rep.get("link_scale", {})}.items()) or "no tier"
     unused = f" (no point crosses {', '.join(rep['tiers_unused'])}: left as built)" if rep["tiers_unused"] else ""
     print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}{unused}; step overhead "
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
