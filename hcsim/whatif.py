@@ -59,6 +59,9 @@ from .errors import ConfigError, HcsimError, TopologyError, bad_value
 BACKGROUND_PREFIX = "whatif.bg"
 """Name prefix of a :class:`BackgroundJob`'s operations (they are not the job's own work)."""
 
+RUN_OPTIONS = ("routing", "ecmp_seed", "hccl", "speed", "start_s", "max_transfers", "max_flow_updates")
+"""Keyword options :func:`whatif_collective` passes on to :func:`hcsim.workload.run`."""
+
 COLUMNS = ("case", "perturbation", "status", "reason", "time_us", "baseline_us", "delta_us", "delta_pct",
            "busiest_link", "busiest_utilization")
 """Columns of :func:`whatif`'s frame."""
@@ -299,7 +302,7 @@ def _from_text(text: str, field: str):
         return BackgroundJob(_ranks_from_text(field, parts[0]), parts[1].strip(), parse_size(parts[2].strip(), field),
                              _int_text(field, parts[3]) if len(parts) > 3 else 1)
     need(1, 1, "SEED")
-    return EcmpSeed(_int_text(field, parts[0]))
+    return EcmpSeed(_int_text(field, parts[0], MAX_SEED))
 
 
 def _from_mapping(doc: dict, field: str):
@@ -355,11 +358,16 @@ def _from_mapping(doc: dict, field: str):
         return BackgroundJob(tuple(_int(f"{f}[{i}]", r) for i, r in enumerate(ranks)),
                              doc.get("collective", "allreduce"), parse_size(doc["size"], f"{field}.size"),
                              _int(f"{field}.repeat", doc.get("repeat", 1)), doc.get("algorithm", "auto"))
-    return EcmpSeed(_int(f, v))
+    return EcmpSeed(_int(f, v, MAX_SEED))
 
 
 def _checked(p, field: str):
-    """Types and ranges of an object's fields (text and mappings arrive here as objects too)."""
+    """Types and ranges of an object's fields (text and mappings arrive here as objects too).
+
+    Returns a new object with the fields normalised (floats, a tuple of ranks); the one given
+    is not changed."""
+    fixed = {}
+
     def name(attr):
         v = getattr(p, attr)
         if not isinstance(v, str) or not v.strip():
@@ -369,7 +377,7 @@ def _checked(p, field: str):
         v = getattr(p, attr)
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not lo <= v <= hi:
             raise bad_value(f"{field}.{attr}", v, what)
-        object.__setattr__(p, attr, float(v))
+        fixed[attr] = float(v)
 
     if isinstance(p, (FailLink, DegradeLink, BackgroundLoad)):
         name("a")
@@ -383,23 +391,22 @@ def _checked(p, field: str):
         number("bandwidth_factor", 1e-6, 1e6, "a rate factor from 1e-6 to 1e6 (0.5: half the rate)")
         number("extra_latency_s", 0.0, 1.0, "seconds from 0 to 1")
     if isinstance(p, Straggler):
-        _int(f"{field}.rank", p.rank)
+        fixed["rank"] = _int(f"{field}.rank", p.rank)
         number("compute_factor", 1e-6, 1e6, "a slowdown factor from 1e-6 to 1e6 (2: twice as long)")
         number("late_start_s", 0.0, 1e6, "seconds from 0 to 1e6")
     if isinstance(p, FailServer):
-        _int(f"{field}.server", p.server)
+        fixed["server"] = _int(f"{field}.server", p.server)
     if isinstance(p, BackgroundLoad):
         number("rate_Bps", 1.0, 1e18, "bytes per second > 0")
     if isinstance(p, EcmpSeed):
-        if isinstance(p.seed, bool) or not isinstance(p.seed, numbers.Integral) or not 0 <= p.seed < 2**32:
-            raise bad_value(f"{field}.seed", p.seed, "an integer from 0 to 2^32 - 1")
+        fixed["seed"] = _int(f"{field}.seed", p.seed, MAX_SEED)
     if isinstance(p, BackgroundJob):
         if not isinstance(p.ranks, (tuple, list)) or len(p.ranks) < 2:
             raise bad_value(f"{field}.ranks", p.ranks, "at least 2 distinct global ranks")
         ranks = tuple(_int(f"{field}.ranks", r) for r in p.ranks)
         if len(set(ranks)) != len(ranks):
             raise bad_value(f"{field}.ranks", p.ranks, "distinct ranks")
-        object.__setattr__(p, "ranks", ranks)
+        fixed["ranks"] = ranks
         from .algorithms.schedule import COLLECTIVES
 
         if not isinstance(p.collective, str) or p.collective not in COLLECTIVES or p.collective in ("alltoallv",
@@ -413,20 +420,27 @@ def _checked(p, field: str):
             raise bad_value(f"{field}.repeat", p.repeat, "an integer from 1 to 10,000")
         if not isinstance(p.algorithm, str):
             raise bad_value(f"{field}.algorithm", p.algorithm, "an algorithm name or auto")
-    return p
+    return dataclasses.replace(p, **fixed) if fixed else p
 
 
-def _int(field: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < 2**31:
-        raise bad_value(field, v, "an integer >= 0")
+MAX_INDEX = 2**31 - 1
+"""Largest rank, server index or repeat count a perturbation takes."""
+
+MAX_SEED = 2**32 - 1
+"""Largest ECMP seed (:func:`hcsim.workload.run` takes 0 to 2^32 - 1)."""
+
+
+def _int(field: str, v, hi: int = MAX_INDEX) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= hi:
+        raise bad_value(field, v, f"an integer from 0 to {hi:,}")
     return int(v)
 
 
-def _int_text(field: str, text: str) -> int:
+def _int_text(field: str, text: str, hi: int = MAX_INDEX) -> int:
     t = text.strip()
-    if not (t.isascii() and t.isdigit() and len(t) < 10):
-        raise bad_value(field, text, "an integer >= 0")
-    return int(t)
+    if not (t.isascii() and t.isdigit()) or len(t) > 12:  # ASCII digits only: no '١', '1_0' or '+1'
+        raise bad_value(field, text, f"an integer from 0 to {hi:,}")
+    return _int(field, int(t), hi)
 
 
 def _ranks_from_text(field: str, text: str) -> tuple:
@@ -450,8 +464,10 @@ def _ranks_text(ranks) -> str:
     return ",".join(map(str, ranks))
 
 
-_TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(s|ms|us|ns)\s*$")
-_RATE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(GBps|Gbps|MBps|Bps)?\s*$")
+_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"  # [0-9], not \d: ASCII digits only
+_TIME = re.compile(rf"^\s*{_NUMBER}\s*(s|ms|us|ns)\s*$")
+_RATE = re.compile(rf"^\s*{_NUMBER}\s*(GBps|Gbps|MBps|Bps)?\s*$")
+_FACTOR = re.compile(rf"^\s*{_NUMBER}\s*$")
 
 
 def _seconds(field: str, text: str) -> float:
@@ -472,11 +488,10 @@ def _rate(field: str, text: str) -> float:
 
 
 def _factor(field: str, text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise bad_value(field, text, "a factor such as 0.5") from None
-    return v
+    m = _FACTOR.match(text)
+    if not m:
+        raise bad_value(field, text, "a factor such as 0.5 (ASCII digits)")
+    return float(m.group(1))
 
 
 def _time_text(s: float) -> str:
@@ -525,17 +540,27 @@ def perturb(scenario, perturbations, **kwargs):
     from .scenario import load_scenario
 
     s = load_scenario(scenario, **kwargs)
-    items = [parse_perturbation(p, f"perturbations[{i}]") for i, p in enumerate(_as_list(perturbations))]
+    given = _as_list(perturbations)
+    fields = [f"perturbations[{i}]" for i in range(len(given))]
+    return _perturbed(s, [parse_perturbation(p, f) for p, f in zip(given, fields, strict=True)], fields)
+
+
+def _perturbed(s, items: list, fields: list):
+    """:func:`perturb` on checked perturbations; ``fields`` name each one in errors."""
+    seeds = [(p, f) for p, f in zip(items, fields, strict=True) if isinstance(p, EcmpSeed)]
+    for p, f in seeds[1:]:
+        if p.seed != seeds[0][0].seed:  # the last would win silently
+            raise bad_value(f, p.label(), f"one ECMP seed per case ({seeds[0][1]} is {seeds[0][0].label()}): "
+                            "each seed is another placement of flows, not a change to combine")
     topo = s.topology
     if any(isinstance(p, _TOPOLOGY_KINDS) for p in items):
         topo = _copy_topology(topo)
-        for i, p in enumerate(items):
+        for p, where in zip(items, fields, strict=True):
             if isinstance(p, _TOPOLOGY_KINDS):
-                _apply_to_topology(topo, p, f"perturbations[{i}]")
+                _apply_to_topology(topo, s.topology, p, where)
     options = dict(s.options)
     workload = s.workload
-    for i, p in enumerate(items):
-        where = f"perturbations[{i}]"
+    for i, (p, where) in enumerate(zip(items, fields, strict=True)):
         if isinstance(p, Straggler):
             _rank(where + ".rank", p.rank, topo.num_npus)
             if p.compute_factor != 1:
@@ -600,42 +625,48 @@ def _link(topo, field: str, a: str, b: str) -> list:
     return pairs
 
 
-def _apply_to_topology(topo, p, field: str) -> None:
-    g = topo.graph
+def _apply_to_topology(topo, original, p, field: str) -> None:
+    """Make ``p``'s change on ``topo`` (a copy). Names are checked against ``original``, the
+    topology as given; the change is made to the links earlier perturbations of the same case
+    left (failing, degrading or loading a link already failed changes nothing more)."""
+    g, g0 = topo.graph, original.graph
     if isinstance(p, FailLink):
-        g.remove_edges_from(_link(topo, field, p.a, p.b))
+        g.remove_edges_from(_link(original, field, p.a, p.b))
     elif isinstance(p, FailNode):
-        n = _node(topo, field + ".node", p.node)
+        n = _node(original, field + ".node", p.node)
         g.remove_edges_from(list(g.in_edges(n)) + list(g.out_edges(n)))
     elif isinstance(p, FailServer):
-        npus = [n for n in topo.npus if topo.npu_spec(n).server == p.server]
+        npus = [n for n in original.npus if original.npu_spec(n).server == p.server]
         if not npus:
-            servers = sorted({topo.npu_spec(n).server for n in topo.npus})
-            raise bad_value(field + ".server", p.server, f"a server of topology {topo.name!r} (0 to {servers[-1]})")
+            servers = sorted({original.npu_spec(n).server for n in original.npus})
+            raise bad_value(field + ".server", p.server,
+                            f"a server of topology {original.name!r} (0 to {servers[-1]})")
         members = set(npus)
         for n in npus:  # its NICs: non-NPU neighbours that serve no other server's NPUs
-            for m in set(g.successors(n)) | set(g.predecessors(n)):
-                if g.nodes[m].get("kind") == "nic" and all(
-                        x in members or g.nodes[x].get("kind") != "npu"
-                        for x in set(g.successors(m)) | set(g.predecessors(m))):
+            for m in set(g0.successors(n)) | set(g0.predecessors(n)):
+                if g0.nodes[m].get("kind") == "nic" and all(
+                        x in members or g0.nodes[x].get("kind") != "npu"
+                        for x in set(g0.successors(m)) | set(g0.predecessors(m))):
                     members.add(m)
         g.remove_edges_from([e for n in members for e in list(g.in_edges(n)) + list(g.out_edges(n))])
     elif isinstance(p, DegradeLink):
-        for u, v in _link(topo, field, p.a, p.b):
-            g.edges[u, v]["spec"] = _degraded(g.edges[u, v]["spec"], p, field)
+        for u, v in _link(original, field, p.a, p.b):
+            if g.has_edge(u, v):
+                g.edges[u, v]["spec"] = _degraded(g.edges[u, v]["spec"], p, field)
     elif isinstance(p, DegradeTier):
-        edges = [(u, v) for u, v, spec in g.edges(data="spec") if spec.tier == p.tier]
-        if not edges:
-            tiers = sorted({spec.tier for _, _, spec in g.edges(data="spec")})
-            raise bad_value(field + ".tier", p.tier, f"a tier of topology {topo.name!r}: {', '.join(tiers)}")
-        for u, v in edges:
+        if not any(spec.tier == p.tier for _, _, spec in g0.edges(data="spec")):
+            tiers = sorted({spec.tier for _, _, spec in g0.edges(data="spec")})
+            raise bad_value(field + ".tier", p.tier, f"a tier of topology {original.name!r}: {', '.join(tiers)}")
+        for u, v in [(u, v) for u, v, spec in g.edges(data="spec") if spec.tier == p.tier]:
             g.edges[u, v]["spec"] = _degraded(g.edges[u, v]["spec"], p, field)
     elif isinstance(p, BackgroundLoad):
-        _node(topo, field, p.a)
-        _node(topo, field, p.b)
-        if not g.has_edge(p.a, p.b):
-            raise bad_value(field, f"{p.a},{p.b}", f"a directed link of topology {topo.name!r} (no link "
+        _node(original, field, p.a)
+        _node(original, field, p.b)
+        if not g0.has_edge(p.a, p.b):
+            raise bad_value(field, f"{p.a},{p.b}", f"a directed link of topology {original.name!r} (no link "
                             f"{p.a} -> {p.b})")
+        if not g.has_edge(p.a, p.b):
+            return
         spec = g.edges[p.a, p.b]["spec"]
         left = spec.bandwidth_Bps - p.rate_Bps
         if left < spec.bandwidth_Bps * 1e-6:
@@ -687,12 +718,10 @@ def _check_reachable(topo, workload, cuts) -> None:
         for n in nodes:
             component[n] = k
     npus = topo.npus
-    groups = [(f"communicator {c.name!r}", c.ranks) for c in workload.communicators.values()]
+    comms = {op.comm.name: op.comm for op in workload.ops if isinstance(op, Collective)}
+    groups = [(f"communicator {c.name!r}", c.ranks) for c in comms.values()]
     groups += [(f"send {op.name!r}", (op.src, op.dst)) for op in workload.ops if isinstance(op, SendRecv)]
-    used = {c.comm.name for c in workload.ops if isinstance(c, Collective)}
     for what, ranks in groups:
-        if what.startswith("communicator") and what.split("'")[1] not in used:
-            continue
         first = ranks[0]
         for r in ranks[1:]:
             if component[npus[r]] != component[npus[first]]:
@@ -728,22 +757,40 @@ def whatif(scenario, perturbations, *, combined: bool = False, results: bool = F
         text form), ``perturbation`` (in words), ``status`` (``ok`` or ``error``: a cut with no
         other path, a bad name), ``reason``, ``time_us`` (the job's step time: the end of its
         own operations, not a background job's), ``baseline_us``, ``delta_us``, ``delta_pct``,
-        ``busiest_link`` and its ``busiest_utilization`` (bytes over capacity x time).
-    """
-    from .scenario import load_scenario
+        ``busiest_link`` and its ``busiest_utilization`` (bytes over capacity x time, over the
+        whole run: a background job that outlasts the job counts to its own end).
 
+    Raises
+    ------
+    HcsimError
+        A perturbation that is malformed or repeated, or a baseline that cannot run (a
+        perturbed case that cannot run is an ``error`` row instead).
+    """
+    from .progress import check_progress
+    from .scenario import load_scenario
+    from .topology.spec import flag
+
+    combined, results = flag("combined", combined), flag("results", results)
+    check_progress(progress)
     s = load_scenario(scenario, **kwargs)
-    items = _as_list(perturbations)
+    items, where = _as_list(perturbations), "perturbations"
     if not items:
-        items = list(s.whatif)
+        items, where = list(s.whatif), "whatif"
         if not items:
             raise bad_value("perturbations", perturbations, "at least one perturbation (or a scenario file with "
                             "a whatif: list)")
-    parsed = [parse_perturbation(p, f"perturbations[{i}]") for i, p in enumerate(items)]
-    cases = [("baseline", "", [])] + [(p.label(), p.describe(), [p]) for p in parsed]
+    fields = [f"{where}[{i}]" for i in range(len(items))]
+    parsed = [parse_perturbation(p, f) for p, f in zip(items, fields, strict=True)]
+    seen = {}
+    for p, f in zip(parsed, fields, strict=True):
+        if p in seen:  # two rows of one name (and a combined case that counts it twice)
+            raise bad_value(f, p.label(), f"a perturbation not given before (it repeats {seen[p]})")
+        seen[p] = f
+    cases = [("baseline", "", [], [])] + [(p.label(), p.describe(), [p], [f]) for p, f in zip(parsed, fields,
+                                                                                               strict=True)]
     if combined and len(parsed) > 1:
-        cases.append(("combined", "; ".join(p.describe() for p in parsed), parsed))
-    return _compare(cases, lambda ps: perturb(s, ps) if ps else s, results, progress)
+        cases.append(("combined", "; ".join(p.describe() for p in parsed), parsed, fields))
+    return _compare(cases, lambda ps, fs: _perturbed(s, ps, fs) if ps else s, results, progress)
 
 
 def whatif_collective(topology, collective: str, size, perturbations, *, algorithm="auto", ranks=None,
@@ -751,7 +798,7 @@ def whatif_collective(topology, collective: str, size, perturbations, *, algorit
     """:func:`whatif` for one collective call on ``topology``, played as a one-operation job.
 
     ``ranks`` are global rank numbers (default: every NPU); ``options`` are
-    :func:`hcsim.workload.run`'s (``routing``, ``ecmp_seed``, ``hccl``).
+    :func:`hcsim.workload.run`'s (:data:`RUN_OPTIONS`: ``routing``, ``ecmp_seed``, ``hccl``, ...).
 
     Examples
     --------
@@ -762,11 +809,20 @@ def whatif_collective(topology, collective: str, size, perturbations, *, algorit
     >>> bool(df["delta_us"].iloc[1] > 0)
     True
     """
+    from .algorithms.schedule import COLLECTIVES
     from .scenario import Scenario
     from .topology.io import load_topology
     from .units import parse_size
     from .workload import Workload
 
+    if not isinstance(collective, str) or collective not in COLLECTIVES:
+        raise bad_value("collective", collective, "one of " + ", ".join(COLLECTIVES))
+    unknown = sorted(set(options) - set(RUN_OPTIONS))
+    if unknown:
+        from .topology.io import _did_you_mean
+
+        raise bad_value("options", unknown[0], "an option of hcsim.workload.run: " + ", ".join(RUN_OPTIONS)
+                        + _did_you_mean(unknown[0], RUN_OPTIONS))
     topo = load_topology(topology)
     world = topo.num_npus
     members = list(range(world)) if ranks is None else ranks
@@ -792,9 +848,9 @@ def _compare(cases, make, keep: bool, progress):
 
     rows, kept = [], {}
     with progress_bar(len(cases), "what-if", progress) as bar:
-        for case, words, ps in cases:
+        for case, words, ps, fs in cases:
             try:
-                s = make(ps)
+                s = make(ps, fs)
                 r = run(s.topology, s.workload, **s.options, progress=False)
             except HcsimError as exc:
                 if not ps:

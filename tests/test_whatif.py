@@ -164,11 +164,15 @@ def test_scenario_file_whatif_list_and_perturb_leaves_the_original_alone(tmp_pat
     ("fail-link=a", "fail-link=A,B"),
     ("degrade-link=a,b:x", "a factor such as 0.5"),
     ("degrade-link=a,b:0", "rate factor from 1e-6"),
-    ("straggler=x:2", "an integer >= 0"),
+    ("straggler=x:2", "an integer from 0 to 2,147,483,647"),
     ("straggler=1:2:5", "a time with its unit"),
     ("background-load=a,b:lots", "a rate such as 10GBps"),
     ("background-job=0-3:allreduse:1M", "one of"),
-    ("ecmp-seed=-1", "an integer >= 0"),
+    ("ecmp-seed=-1", "an integer from 0 to 4,294,967,295"),
+    ("degrade-link=a,b:\u0660.5", "ASCII digits"),  # float() reads Arabic-Indic digits
+    ("degrade-link=a,b:1_0", "a factor such as 0.5"),  # and underscores
+    ("straggler=1:\u0661", "a factor such as 0.5"),
+    ("fail-server=99999999999", "an integer from 0 to 2,147,483,647"),
 ])
 def test_bad_text_is_one_line(text, needle):
     with pytest.raises(HcsimError) as exc:
@@ -243,3 +247,145 @@ def test_job_progress_bar_goes_to_stderr_only(capsys):
     assert out == "" and err == "" and a.step_time_s == b.step_time_s
     with pytest.raises(HcsimError, match="progress = 'yes'"):
         run(s.topology, s.workload, progress="yes")
+
+
+def test_the_ecmp_seed_range_is_the_same_in_every_form():
+    """hcsim.workload.run takes seeds 0 to 2^32 - 1; text, mappings and objects all do."""
+    top = 2**32 - 1
+    assert parse_perturbation(f"ecmp-seed={top}") == parse_perturbation({"ecmp_seed": top}) == EcmpSeed(top)
+    for bad in (f"ecmp-seed={top + 1}", {"ecmp_seed": top + 1}, EcmpSeed(top + 1)):
+        with pytest.raises(HcsimError, match="an integer from 0 to 4,294,967,295"):
+            parse_perturbation(bad)
+
+
+def test_parsing_an_object_leaves_it_as_it_was():
+    p = BackgroundJob([0, 1], "allreduce", 1024)
+    q = DegradeLink("a", "b", 1)
+    assert parse_perturbation(p).ranks == (0, 1) and p.ranks == [0, 1]
+    assert isinstance(parse_perturbation(q).bandwidth_factor, float) and isinstance(q.bandwidth_factor, int)
+
+
+def test_one_collective_refuses_an_unknown_collective_or_option_in_one_line(capsys):
+    t = single_switch(4, 1e9)
+    with pytest.raises(HcsimError, match=r"^collective = 'nope': one of allreduce"):
+        whatif_collective(t, "nope", "1M", ["ecmp-seed=1"])
+    with pytest.raises(HcsimError, match=r"^options = 'rooting': an option of hcsim.workload.run: .*did you mean "
+                       r"'routing'"):
+        whatif_collective(t, "allreduce", "1M", ["ecmp-seed=1"], rooting="spray")
+    assert main(["whatif", "--topology", "atlas800t-a2", "--op", "nope", "-b", "1M", "-p", "ecmp-seed=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hcsim: error: collective = 'nope'") and err.count("\n") == 1
+
+
+def test_combined_changes_to_a_link_already_failed_are_no_error():
+    """A whole spine down, and one of its links down (or degraded, or loaded) too: the link is
+    down either way, so the combined case is the spine failure alone, not a 'no such link'."""
+    t = leaf_spine(2, 2, 2, 100e9)
+    df = whatif_collective(t, "alltoall", "1M", ["fail-node=spine1", "fail-link=leaf0,spine1",
+                                                  "degrade-link=leaf0,spine1:0.5",
+                                                  "background-load=leaf0,spine1:1GBps"],
+                           algorithm="pairwise", combined=True)
+    assert df["status"].tolist() == ["ok"] * 6
+    assert df["time_us"].iloc[5] == df["time_us"].iloc[1]
+    # a name the topology never had is still refused
+    df = whatif_collective(t, "alltoall", "1M", ["fail-node=spine1", "fail-link=leaf0,spine9"], combined=True)
+    assert df["status"].tolist() == ["ok", "ok", "error", "error"]
+    assert df["reason"].iloc[3].startswith("perturbations[1] = 'spine9': a node of topology")
+
+
+def test_two_seeds_in_one_case_and_repeated_perturbations_are_refused():
+    t = single_switch(4, 1e9)
+    df = whatif_collective(t, "allreduce", "1M", ["ecmp-seed=1", "ecmp-seed=2"], combined=True)
+    assert df["status"].tolist() == ["ok", "ok", "ok", "error"]
+    assert df["reason"].iloc[3] == ("perturbations[1] = 'ecmp-seed=2': one ECMP seed per case (perturbations[0] "
+                                    "is ecmp-seed=1): each seed is another placement of flows, not a change to "
+                                    "combine")
+    with pytest.raises(HcsimError, match=r"^perturbations\[2\] = 'straggler=1:1:10us': a perturbation not given "
+                       r"before \(it repeats perturbations\[0\]\)"):
+        whatif_collective(t, "allreduce", "1M", ["straggler=1:1:10us", "ecmp-seed=1", {"straggler": 1,
+                                                                                      "late_start_us": 10}])
+
+
+def test_errors_name_the_perturbation_as_given():
+    """A case's error names that perturbation's place in the list (or in the file's whatif:)."""
+    t = single_switch(4, 1e9)
+    df = whatif_collective(t, "allreduce", "1M", ["ecmp-seed=1", "straggler=9:2"])
+    assert df["reason"].iloc[2] == "perturbations[1].rank = 9: a rank of the job, 0 to 3"
+    df = whatif(dict(_ring_job(), whatif=["ecmp-seed=1", {"straggler": 7}]), [])
+    assert df["reason"].iloc[2] == "whatif[1].rank = 7: a rank of the job, 0 to 3"
+
+
+def test_flags_are_checked():
+    t = single_switch(4, 1e9)
+    for kw in ({"combined": "yes"}, {"results": 1}, {"progress": "no"}):
+        with pytest.raises(HcsimError, match=rf"^{next(iter(kw))} = "):
+            whatif_collective(t, "allreduce", "1M", ["ecmp-seed=1"], **kw)
+
+
+def test_a_cut_is_found_on_a_communicator_with_a_quote_in_its_name():
+    """The reachability check reads communicators from the operations (by object, not by
+    parsing their quoted names back out of a message)."""
+    from hcsim.workload import Workload
+
+    t = single_switch(4, 1e9)
+    w = Workload("quote")
+    w.collective("ar", w.communicator("it's", (0, 1, 2)), "allreduce", 1 << 20, algorithm="ring")
+    from hcsim.scenario import Scenario
+
+    s = Scenario("quote", "", "<call>", t, w)
+    with pytest.raises(TopologyError, match=r"no path left between npu0 \(rank 0\) and npu2 \(rank 2\) of "
+                       r"communicator \"it's\""):
+        perturb(s, ["fail-node=npu2"])
+
+
+def test_a_late_start_off_the_critical_path_costs_nothing():
+    """A 10 MB send 0 -> 1 at 1 GB/s (10 ms) beside 1 ms of compute on rank 2. Rank 2 starting
+    100 us late still ends at 1.1 ms (no delay); 9.5 ms late it ends at 10.5 ms (+0.5 ms, the
+    step is the latest end); rank 0 or 1 late delays the send by exactly that much."""
+    job = {"topology": {"builder": "single_switch", "params": {"n": 4, "bandwidth_GBps": 1}},
+           "workload": {"ops": [{"kind": "compute", "name": "c", "ranks": [2], "duration_us": 1000},
+                                {"kind": "send", "name": "s", "src": 0, "dst": 1, "size": 10_000_000}]}}
+    df = whatif(job, ["straggler=2:1:100us", "straggler=2:1:9500us", "straggler=0:1:100us", "straggler=1:1:100us",
+                      "straggler=3:1:1s"])
+    assert df["time_us"].iloc[0] == pytest.approx(10_000.0, rel=1e-12)
+    assert df["delta_us"].tolist()[1:] == pytest.approx([0.0, 500.0, 100.0, 100.0, 0.0], abs=1e-6)
+
+
+def test_a_failed_link_takes_the_two_hop_path():
+    """A full mesh of 3 NPUs at 1 GB/s, 1 us per link: a 1 MB send 0 -> 1 takes 1 ms + 1 us; with
+    link npu0 - npu1 down it goes through npu2: 1 ms + 2 us, both of its links carrying it."""
+    job = {"topology": {"builder": "full_mesh", "params": {"n": 3, "bandwidth_GBps": 1, "latency_us": 1}},
+           "workload": {"ops": [{"kind": "send", "name": "s", "src": 0, "dst": 1, "size": 1_000_000}]}}
+    s = load_scenario(job)
+    df, runs = whatif(s, ["fail-link=npu0,npu1", "degrade-tier=generic:0.5"], results=True)
+    assert df["time_us"].tolist() == pytest.approx([1001.0, 1002.0, 2001.0], rel=1e-12)
+    used = runs["fail-link=npu0,npu1"].links
+    used = used[used["bytes"] > 0]
+    assert sorted(zip(used["src"], used["dst"], strict=True)) == [("npu0", "npu2"), ("npu2", "npu1")]
+    assert s.topology.graph.has_edge("npu0", "npu1")
+
+
+def test_an_inelastic_load_leaves_exactly_the_rest_in_its_direction_only():
+    """0.4 GB/s of other traffic on npu0 -> sw0 (1 GB/s) leaves 0.6 GB/s: a 6 MB send 0 -> 1
+    takes 10 ms; the same load on sw0 -> npu0 (the other direction) changes nothing."""
+    job = {"topology": {"builder": "single_switch", "params": {"n": 2, "bandwidth_GBps": 1}},
+           "workload": {"ops": [{"kind": "send", "name": "s", "src": 0, "dst": 1, "size": 6_000_000}]}}
+    df = whatif(job, ["background-load=npu0,sw0:0.4GBps", "background-load=sw0,npu0:0.4GBps"])
+    assert df["time_us"].tolist() == pytest.approx([6000.0, 10_000.0, 6000.0], rel=1e-12)
+
+
+def test_perturb_changes_nothing_it_was_given():
+    """The topology's graph and compiled routes, the workload's operations and the options are
+    the same objects with the same contents after every kind of perturbation."""
+    s = load_scenario(dict(_ring_job(), options={"routing": "spray", "speed": {0: 1.0}}))
+    compiled = s.topology.compiled()
+    edges = {(u, v): spec for u, v, spec in s.topology.graph.edges(data="spec")}
+    ops, comms, options = list(s.workload.ops), dict(s.workload.communicators), dict(s.options)
+    p = perturb(s, ["fail-link=npu0,npu1", "degrade-tier=" + next(iter(edges.values())).tier + ":0.5",
+                    "degrade-link=npu1,npu2:0.5:1us", "background-load=npu2,npu3:0.1GBps", "straggler=0:2:5us",
+                    "background-job=2,3:allgather:1M:2", "ecmp-seed=9"])
+    assert p.topology is not s.topology and p.workload is not s.workload and p.options is not s.options
+    assert {(u, v): spec for u, v, spec in s.topology.graph.edges(data="spec")} == edges
+    assert s.topology.compiled() is compiled
+    assert s.workload.ops == ops and s.workload.communicators == comms and s.options == options
+    assert p.options["speed"] == {0: 0.5} and p.options["start_s"] == pytest.approx({0: 5e-6}) and p.options["ecmp_seed"] == 9
