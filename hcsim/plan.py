@@ -480,11 +480,11 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
     import pandas as pd
 
     from .parallel import map_points
-    from .scenario import Scenario, load_scenario
+    from .scenario import load_scenario
 
-    source = scenario.source if isinstance(scenario, Scenario) else scenario
+    source = _source(scenario)
     base = load_scenario(source, overrides=overrides)  # the file's own one-line refusals first
-    doc, where, base_dir = _document(scenario)
+    doc, where, base_dir = _document(source)
     if overrides:
         from .scenario import _overridden
 
@@ -511,8 +511,8 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
         if target_collective_ms is not None and collective is None:
             raise bad_value(field["target_collective_ms"], target_collective_ms, "needs collective (a collective "
                             "name such as allreduce, or the start of operation names)")
-        if collective is not None:
-            _check_collective(field["collective"], collective, base.workload)
+        found = collective is None or _check_collective(field["collective"], collective, base.workload,
+                                                          settled=base.generator is None)
         axes = _axes(value["space"], doc, tname, base, field["space"])
     except HcsimError as exc:
         if where != "<dict>" and str(exc).startswith("plan."):
@@ -520,6 +520,11 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
         raise
     tasks = _tasks(axes, doc, base, policy, collective)
     results = map_points(_evaluate, tasks, client=client, progress=progress, desc="plan")
+    ran = [res for res in results if res["status"] == "ok"]
+    if not found and ran and all(math.isnan(res["collective_ms"]) for res in ran):
+        exc = _no_such_collective(field["collective"], collective, base.workload, len(ran))
+        raise type(exc)(f"{where}: {exc}" if where != "<dict>" and field["collective"].startswith("plan.")
+                        else str(exc))
 
     names = [a for a, _ in axes]
     rows = []
@@ -624,16 +629,22 @@ def _answer(df, target_step_ms, target_collective_ms, collective) -> dict:
 
 # ---- reading the arguments ------------------------------------------------------------------------
 
-def _document(scenario):
-    """``(document, where, base folder)`` of the scenario (its YAML, parsed)."""
+def _source(scenario):
+    """What :func:`plan` reads: a :class:`~hcsim.scenario.Scenario` stands for its file."""
     from .scenario import Scenario
-    from .topology.io import _parse, _read_text
 
     if isinstance(scenario, Scenario):
         if scenario.source == "<dict>" or not Path(scenario.source).is_file():
             raise bad_value("scenario", scenario.name, "a file or mapping (a Scenario built from a mapping "
                             "cannot be re-read: pass the mapping)")
-        scenario = scenario.source
+        return scenario.source
+    return scenario
+
+
+def _document(scenario):
+    """``(document, where, base folder)`` of the scenario (a file or mapping; its YAML, parsed)."""
+    from .topology.io import _parse, _read_text
+
     if isinstance(scenario, dict):
         return copy.deepcopy(scenario), "<dict>", Path(".")
     if isinstance(scenario, os.PathLike):
@@ -649,26 +660,52 @@ def _section(value) -> dict:
 
 
 def _positive(name: str, value):
+    from .topology.io import _yaml_float_hint
+
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise bad_value(name, value, "a number > 0")
-    return float(value)
+    try:  # an int too large for a float (10**400) is refused, not an OverflowError
+        x = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x) or x <= 0:
+        raise bad_value(name, value, "a number > 0" + _yaml_float_hint(value))
+    return x
 
 
-def _check_collective(name: str, collective, workload) -> None:
-    from .workload import Collective, SendRecv
-
+def _check_collective(name: str, collective, workload, settled: bool) -> bool:
+    """Whether ``workload`` has ``collective`` (a collective's name, or the start of a
+    collective's or send's operation name). A generator's workload changes with the point (a
+    ``pp`` axis adds send/recvs, more servers add DP groups), so a miss there is not
+    ``settled`` and is decided after the run (:func:`plan`); written-out operations are the
+    same at every point, so a miss is refused now."""
     if not isinstance(collective, str) or not collective:
         raise bad_value(name, collective, "a collective name (allreduce, ...) or the start of operation names")
-    kinds = {op.collective if isinstance(op, Collective) else "sendrecv" for op in workload.ops
-             if isinstance(op, (Collective, SendRecv))}
-    names = [op.name for op in workload.ops if isinstance(op, (Collective, SendRecv))]
+    kinds, names = _collectives_of(workload)
     if collective in kinds or any(n.startswith(collective) for n in names):
-        return
-    raise bad_value(name, collective, "a collective of the workload (" + (", ".join(sorted(kinds)) or "none")
-                    + ") or the start of one's operation name (" + ", ".join(names[:3]) + ("..." if len(names) > 3
-                                                                                            else "") + ")")
+        return True
+    if settled:
+        raise _no_such_collective(name, collective, workload)
+    return False
+
+
+def _collectives_of(workload) -> tuple[set, list]:
+    """The collectives (``sendrecv`` for sends) and their operations' names in ``workload``."""
+    from .workload import Collective, SendRecv
+
+    ops = [op for op in workload.ops if isinstance(op, (Collective, SendRecv))]
+    return {op.collective if isinstance(op, Collective) else "sendrecv" for op in ops}, [op.name for op in ops]
+
+
+def _no_such_collective(name: str, collective, workload, ran: int | None = None) -> HcsimError:
+    """The refusal of a ``collective`` no operation is (``ran``: after that many valid points)."""
+    kinds, names = _collectives_of(workload)
+    has = (f"({', '.join(sorted(kinds)) or 'none'}) or the start of one's operation name ({', '.join(names[:3])}"
+           + ("...)" if len(names) > 3 else ")"))
+    if ran is None:
+        return bad_value(name, collective, f"a collective of the workload {has}")
+    return bad_value(name, collective, f"a collective of the workload at some point (none of the {ran} valid "
+                     f"point{'s' if ran > 1 else ''} runs it; the scenario as written has a collective {has})")
 
 
 def _topology_document(value, base_dir: Path) -> tuple[dict, str]:
@@ -710,7 +747,7 @@ def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         if not values:
             raise bad_value(f"{label}.{axis}", values, "at least one value")
-        if len(set(map(repr, values))) != len(values):
+        if len(set(map(_same, values))) != len(values):
             raise bad_value(f"{label}.{axis}", values, "distinct values (one appears twice)")
         points *= len(values)
         if points > MAX_POINTS:
@@ -723,6 +760,14 @@ def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
         if other in space:
             raise bad_value(f"{label}.global_batch", space["global_batch"], f"not with {other} (it sets {other})")
     return out
+
+
+def _same(value):
+    """What makes two values of an axis the same point: equal numbers (``10`` and ``10.0``,
+    ``numpy.int64(8)`` and ``8``; a bool is not a number here), else the same text."""
+    if isinstance(value, numbers.Number) and not isinstance(value, bool):
+        return ("number", value)
+    return (type(value) is bool, repr(value))
 
 
 def _generator_params(gen: str) -> set:

@@ -239,6 +239,42 @@ def test_bad_generator_values_and_arguments():
         plan(EXPLICIT, {"servers": [1]}, collective="alltoall")
 
 
+def test_odd_arguments_are_one_line_errors(tmp_path):
+    import yaml
+
+    with pytest.raises(HcsimError, match=r"^target_step_ms = 1000000000.*: a number > 0$"):
+        plan(LLM, {"tp": [2]}, target_step_ms=10**400)  # too large for a float: not an OverflowError
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({**LLM, "plan": {"space": {"tp": [2]}, "target_step_ms": "1e3"}}))
+    with pytest.raises(HcsimError, match=r"plan\.target_step_ms = '1e3': a number > 0; YAML reads '1e3' as text"):
+        plan(path)
+    # a Scenario built from a mapping has no file to read again: say so, not 'no such file'
+    with pytest.raises(HcsimError, match=r"^scenario = 'tiny-llm': a file or mapping \(a Scenario built from a "
+                       r"mapping cannot be re-read"):
+        plan(load_scenario(LLM), {"tp": [2]})
+    # the same point twice, written two ways
+    with pytest.raises(HcsimError, match=r"^space\.roce_bandwidth_GBps = \[10, 10\.0\]: distinct values"):
+        plan(LLM, {"roce_bandwidth_GBps": [10, 10.0]})
+    assert plan(LLM, {"overlap_grad_reduce": [True, False]}, progress=False)["status"].tolist() == ["ok", "ok"]
+
+
+def test_collective_of_some_points_only():
+    """A generator's workload changes with the point: send/recvs exist only where pp > 1, so
+    collective sendrecv is asked about although the scenario as written (pp 1) has none."""
+    df = plan(LLM, {"pp": [1, 2]}, collective="sendrecv", progress=False)
+    assert df["status"].tolist() == ["ok", "ok"]
+    assert math.isnan(df.loc[0, "collective_ms"]) and df.loc[1, "collective_ms"] > 0
+    s = load_scenario(LLM, overrides={"layout.pp": 2})
+    times = run(s.topology, s.workload, **s.options).op_times()
+    assert df.loc[1, "collective_ms"] == times.loc[times["collective"] == "sendrecv", "duration_s"].max() * 1e3
+    # at no point: refused in one line once the points have run
+    with pytest.raises(HcsimError, match=r"^collective = 'sendrecv': a collective of the workload at some point "
+                       r"\(none of the 1 valid point runs it; the scenario as written has a collective \(allreduce\)"):
+        plan(LLM, {"pp": [1]}, collective="sendrecv", progress=False)
+    with pytest.raises(HcsimError, match=r"^collective = 'sendrecv': a collective of the workload \(allreduce\)"):
+        plan(EXPLICIT, {"servers": [1]}, collective="sendrecv")  # written-out operations: refused at once
+
+
 def test_plan_section_gives_defaults_and_is_strict():
     doc = {**LLM, "plan": {"space": {"tp": [2, 4], "micro_batches": [1, 2]}, "target_step_ms": 1e9,
                            "price_per_npu_hour": 3.0}}
