@@ -24,11 +24,11 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError, bad_value
+from .plan import COLUMNS
 
-PLAN_COLUMNS = ("point", "servers", "npus", "status", "reason", "step_time_ms", "samples_per_step",
-                "samples_per_s", "tokens_per_s", "scaling_efficiency", "compute_ms", "communication_ms",
-                "exposed_comm_ms", "free_ms", "npu_hours_per_step", "cost_per_step", "meets_target", "pareto")
-"""The plan frame's fixed columns; any other column is an axis of the plan (its swept values)."""
+PLAN_COLUMNS = COLUMNS
+"""The plan frame's fixed columns (:data:`hcsim.plan.COLUMNS`); any other column is an axis
+of the plan (its swept values)."""
 
 BREAKDOWN_PARTS = (("compute_ms", "compute", "#4c72b0"), ("exposed_comm_ms", "exposed communication", "#dd8452"),
                    ("free_ms", "idle (waits, bubbles)", "#c7c7c7"))
@@ -233,12 +233,14 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     cmap = plt.get_cmap("tab10")
     curves = pts.groupby(groups, sort=False, dropna=False) if groups else [((), pts)]
+    # a category's place on the axis is its first appearance: every curve puts its value there
+    places = {} if numeric else {v: i for i, v in enumerate(dict.fromkeys(pts[x]))}
     for i, (key, part) in enumerate(curves):
         part = part.sort_values(x, kind="stable") if numeric else part
         key = key if isinstance(key, tuple) else (key,)
         label = ", ".join(f"{c}={_fmt(v)}" for c, v in zip(groups, key, strict=True)) or None
         color = cmap(i % 10)
-        xs = part[x].to_numpy(dtype=float) if numeric else np.arange(len(part))
+        xs = part[x].to_numpy(dtype=float) if numeric else np.array([places[v] for v in part[x]], dtype=float)
         axes[0].plot(xs, part["step_time_ms"].to_numpy(dtype=float), marker="o", ms=4, color=color, label=label)
         if has_thr:
             axes[1].plot(xs, pd.to_numeric(part[thr], errors="coerce").to_numpy(dtype=float), marker="o", ms=4,
@@ -266,8 +268,8 @@ def plot_scaling(df: pd.DataFrame, path=None, x: str = "npus", title: str | None
                 ax.set_xscale("log", base=2)
                 ax.xaxis.set_major_formatter(_plain_ticks())
         else:
-            ax.set_xticks(np.arange(len(pts)))
-            ax.set_xticklabels([_fmt(v) for v in pts[x]], fontsize=7, rotation=30, ha="right")
+            ax.set_xticks(np.arange(len(places)))
+            ax.set_xticklabels([_fmt(v) for v in places], fontsize=7, rotation=30, ha="right")
     axes[2].set_ylim(0, max(1.1, float(np.nanmax(pd.to_numeric(pts["scaling_efficiency"], errors="coerce")
                                                .to_numpy(dtype=float), initial=1.0)) * 1.05))
     if not has_thr:

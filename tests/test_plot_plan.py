@@ -181,6 +181,24 @@ def test_scaling_curves_one_per_other_axis_and_ideal_lines():
     assert fig.axes[1].get_ylabel() == "samples / s" and fig.axes[0].get_xlabel() == "servers"
 
 
+def test_scaling_against_a_category_puts_each_value_at_one_place():
+    """x not numeric (a policy axis, here 'b' before 'a' at one size and after it at another):
+    one tick per category, and every curve's point for a category sits on that tick."""
+    df = plan_frame().iloc[:6].drop(columns=["oversubscription"])
+    df["servers"], df["npus"] = [1, 1, 2, 2, 4, 4], [8, 8, 16, 16, 32, 32]
+    df.insert(2, "policy", ["b", "a", "a", "b", "b", "a"])
+    df.attrs["axes"] = ["servers", "policy"]
+    ax = plot_scaling(df, x="policy").axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["b", "a"]
+    assert list(ax.get_xticks()) == [0, 1]
+    for ln in ax.get_lines():
+        servers = int(ln.get_label().split(",")[0].removeprefix("servers="))
+        part = df[df["servers"] == servers]
+        want = {"b": 0.0, "a": 1.0}
+        assert sorted(zip(ln.get_xdata(), ln.get_ydata(), strict=True)) == sorted(
+            (want[p], t) for p, t in zip(part["policy"], part["step_time_ms"], strict=True))
+
+
 @pytest.mark.parametrize("priced", [False, True])
 def test_pareto_line_is_exactly_the_brute_force_front(priced):
     df = plan_frame(priced=priced)
