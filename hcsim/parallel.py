@@ -21,6 +21,7 @@ Examples
 from __future__ import annotations
 
 import logging
+import os
 import re
 import socket
 from contextlib import contextmanager
@@ -32,6 +33,11 @@ CONNECT_TIMEOUT_S = 5
 """How long :func:`dask_client` waits for a scheduler before it gives up."""
 
 NEEDS_DASK = "{flag} needs the optional extra hcsim[dask]: pip install 'hcsim[dask]'"
+
+WORKERS_PER_CPU = 4
+"""A local cluster has at most this many worker processes per CPU of this machine: each is
+one busy thread, so more only add start-up time and memory (a mistyped ``--workers 1000``
+would otherwise start a thousand interpreters)."""
 
 
 def map_points(fn, items, *, client=None, progress=None, desc: str = "", shared=None) -> list:
@@ -68,6 +74,8 @@ def map_points(fn, items, *, client=None, progress=None, desc: str = "", shared=
     [1, 4, 9]
     """
     check_progress(progress)
+    if client is not None and not all(callable(getattr(client, m, None)) for m in ("map", "gather", "scatter")):
+        raise bad_value("client", client, "a dask.distributed.Client (hcsim.parallel.dask_client) or None")
     items = list(items)
     if client is None:
         out = []
@@ -99,6 +107,21 @@ def _map_on_client(client, fn, items, progress, desc, shared) -> list:
         return client.gather(futures)
     finally:
         client.cancel(futures)  # nothing left running after an error (a no-op when all are done)
+
+
+def max_local_workers() -> int:
+    """The most worker processes :func:`dask_client` starts here (:data:`WORKERS_PER_CPU` per CPU).
+
+    Examples
+    --------
+    >>> max_local_workers() >= WORKERS_PER_CPU
+    True
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return WORKERS_PER_CPU * cpus
 
 
 SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s:/]+:\d{1,5}")
@@ -136,6 +159,9 @@ def dask_client(workers=None, scheduler=None, *, flags: bool = False):
                         f"({s_field} = {scheduler!r})")
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise bad_value(w_field, workers, "a positive integer (worker processes of a local Dask cluster)")
+    if workers is not None and workers > max_local_workers():
+        raise bad_value(w_field, workers, f"at most {max_local_workers()} worker processes on this machine "
+                        f"({WORKERS_PER_CPU} per CPU; for more, run a cluster and give {s_field})")
     if scheduler is not None and (not isinstance(scheduler, str) or not SCHEDULER_ADDRESS.fullmatch(scheduler)
                                   or not 1 <= int(scheduler.rsplit(":", 1)[1]) <= 65535):
         raise bad_value(s_field, scheduler, "a Dask scheduler's address, tcp://HOST:PORT (port 1 to 65535)")
@@ -159,10 +185,14 @@ def dask_client(workers=None, scheduler=None, *, flags: bool = False):
     host, port = scheduler.split("://", 1)[1].rsplit(":", 1)
     try:  # a refused or unroutable address fails here at once, not after Dask's retries
         socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
-    except (OSError, TimeoutError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(f"{s_field} = {scheduler!r}: no Dask scheduler answers there ({why}; "
+    except OSError as exc:
+        raise ConfigError(f"{s_field} = {scheduler!r}: no Dask scheduler answers there ({exc.strerror or type(exc).__name__}; "
                           f"waited at most {CONNECT_TIMEOUT_S} s)") from None
+    try:
+        client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
+    except Exception as exc:  # something listens but does not speak Dask (an HTTP server: a MemoryError)
+        raise ConfigError(f"{s_field} = {scheduler!r}: no Dask scheduler answers there (a connection opens, "
+                          f"but {type(exc).__name__} in Dask's handshake; waited at most {CONNECT_TIMEOUT_S} s)"
+                          ) from None
     with client:
         yield client

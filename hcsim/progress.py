@@ -2,7 +2,8 @@
 captured output.
 
 ``progress=None`` (every entry point's default) means *auto*: a bar is drawn only when the
-environment variable ``HCSIM_PROGRESS`` is not ``"0"`` and standard error is a terminal or
+environment variable ``HCSIM_PROGRESS`` is not ``"0"`` (nor ``false``, ``no``, ``off``; a
+value that is none of these nor ``1``, ``true``, ``yes``, ``on`` is refused) and standard error is a terminal or
 the code runs in a Jupyter kernel; so pipes, CI logs and pytest's capture stay clean. Auto
 bars appear only once the work has lasted :data:`AUTO_DELAY_S` (a quick call draws
 nothing). ``True`` forces a bar (at once), ``False`` turns it off. Bars go to standard
@@ -30,6 +31,12 @@ from .errors import bad_value
 
 ENV_VAR = "HCSIM_PROGRESS"
 """Set to ``"0"`` to turn automatic bars off (``progress=True`` still draws one)."""
+
+ENV_OFF = ("0", "false", "no", "off")
+"""Values of :data:`ENV_VAR` (any case) that turn automatic bars off."""
+
+ENV_AUTO = ("", "1", "true", "yes", "on", "auto")
+"""Values of :data:`ENV_VAR` (any case) that leave them automatic; any other is refused."""
 
 AUTO_DELAY_S = 1.0
 """An automatic bar (``progress=None``) is drawn only after the work has lasted this long."""
@@ -63,8 +70,12 @@ def progress_enabled(progress=None) -> bool:
     check_progress(progress)
     if progress is not None:
         return progress
-    if os.environ.get(ENV_VAR, "").strip() == "0":
+    env = os.environ.get(ENV_VAR, "").strip().lower()
+    if env in ENV_OFF:
         return False
+    if env not in ENV_AUTO:  # HCSIM_PROGRESS=false meaning "on" would be a silent surprise
+        raise bad_value(ENV_VAR, os.environ[ENV_VAR], "0 (or false, no, off: no automatic progress bars), "
+                        "or 1 or unset (automatic: on a terminal or in a notebook)")
     return _stderr_is_terminal() or in_notebook()
 
 

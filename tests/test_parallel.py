@@ -221,3 +221,48 @@ def test_the_api_loads_neither_dask_nor_tqdm_until_asked():
             "print(sorted(m for m in ('dask', 'distributed', 'tqdm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("client", [True, "tcp://127.0.0.1:8786", object()])
+def test_map_points_refuses_what_is_not_a_client_in_one_line(client):
+    with pytest.raises(ConfigError, match=r"^client = .*: a dask.distributed.Client"):
+        map_points(abs, [1, -2], client=client)
+
+
+def test_a_local_cluster_is_bounded_by_the_machine(monkeypatch):
+    """--workers 100000 would start that many interpreters; it is refused before any starts."""
+    from hcsim import parallel
+
+    monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert parallel.max_local_workers() == 2 * parallel.WORKERS_PER_CPU
+    with pytest.raises(ConfigError, match=rf"^--workers = 100000: at most {2 * parallel.WORKERS_PER_CPU} worker "
+                       r"processes on this machine .* give --scheduler\)$"), dask_client(100_000, flags=True):
+        pass
+
+
+@needs_dask
+def test_something_that_is_not_a_dask_scheduler_is_a_one_line_error():
+    """An HTTP server at the address: Dask's handshake reads its reply as a frame length (a
+    MemoryError before), now one line."""
+    import threading
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(4)
+        srv.settimeout(10)
+
+        def answer():
+            try:
+                while True:
+                    conn, _ = srv.accept()
+                    with conn:
+                        conn.sendall(b"HTTP/1.0 200 OK\r\n\r\nhello, not dask")
+            except OSError:
+                pass
+
+        threading.Thread(target=answer, daemon=True).start()
+        address = f"tcp://127.0.0.1:{srv.getsockname()[1]}"
+        with pytest.raises(ConfigError, match=rf"^scheduler = '{address}': no Dask scheduler answers there") as info, \
+                dask_client(scheduler=address):
+            pass
+        assert "\n" not in str(info.value)

@@ -228,3 +228,31 @@ def test_cli_never_prints_a_bar_on_stdout(capsys):
         assert main(["sweep", "--op", "allgather", "-b", "1K", "-e", "4K", "--algo", "ring", "--progress"]) == 0
         out2, err2 = capsys.readouterr()
         assert out2 == out and "sweep allgather" in err2
+
+
+@pytest.mark.parametrize("value", ["false", "OFF", "no", " 0 "])
+def test_hcsim_progress_false_off_or_no_turns_bars_off(monkeypatch, value):
+    """HCSIM_PROGRESS=false used to count as 'not 0', so it turned bars on at a terminal."""
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    monkeypatch.setenv(ENV_VAR, value)
+    assert progress_enabled(None) is False
+
+
+@pytest.mark.parametrize("value", ["1", "true", "Yes", "on", ""])
+def test_hcsim_progress_1_true_yes_or_on_leave_bars_automatic(monkeypatch, value):
+    monkeypatch.setenv(ENV_VAR, value)
+    assert progress_enabled(None) is False  # captured here: auto stays off
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert progress_enabled(None) is True
+
+
+def test_an_unknown_hcsim_progress_value_is_one_line(monkeypatch, capsys):
+    monkeypatch.setenv(ENV_VAR, "sometimes")
+    with pytest.raises(ConfigError, match=r"^HCSIM_PROGRESS = 'sometimes': 0 \(or false, no, off"):
+        progress_enabled(None)
+    assert progress_enabled(False) is False and progress_enabled(True) is True  # the variable is not read
+    from hcsim.cli import main
+
+    assert main(["sweep", "--op", "allreduce", "-e", "16K"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("hcsim: error: HCSIM_PROGRESS = 'sometimes'") and err.count("\n") == 1
