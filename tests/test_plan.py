@@ -413,4 +413,14 @@ def test_cli_plots(tmp_path, capsys):
                  "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert f"# Pareto plot written to {png}" in out and png.stat().st_size > 0
-    assert "# --plot-scaling: nothing drawn, no point has a throughput" in out and not scaling.exists()
+    # written-out operations: step time and efficiency (the throughput panel says there is none)
+    assert f"# scaling plot written to {scaling}" in out and scaling.stat().st_size > 0
+    png.unlink()
+    scaling.unlink()
+    # every point invalid: the table and the answer, and a note instead of the pictures (exit 0)
+    assert main(["plan", str(path), "--vary", "npus=4,12", "--plot", str(png), "--plot-scaling", str(scaling),
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "answer: fastest point: no valid point (all 2 invalid)" in out
+    assert "# --plot: nothing drawn, no valid point" in out and not png.exists()
+    assert "# --plot-scaling: nothing drawn, no valid point" in out and not scaling.exists()

@@ -104,14 +104,15 @@ def command(a) -> int:
     if a.csv:
         df.to_csv(a.csv, index=False)
         print(f"# rows written to {a.csv}")
-    if a.plot:
+    drawable = bool((df["status"] == "ok").any())  # the plan's answer stands without its pictures
+    for flag, path in (("--plot", a.plot), ("--plot-scaling", a.plot_scaling)):
+        if path and not drawable:
+            print(f"# {flag}: nothing drawn, no valid point")
+    if a.plot and drawable:
         from ..plot_plan import plot_pareto
 
         print(f"# Pareto plot written to {plot_pareto(df, a.plot)}")
-    if a.plot_scaling and not df["samples_per_s"].notna().any():
-        print("# --plot-scaling: nothing drawn, no point has a throughput (written-out operations carry no "
-              "sample count, and invalid points none)")
-    elif a.plot_scaling:
+    if a.plot_scaling and drawable:  # written-out operations too: step time and efficiency, no throughput
         from ..plot_plan import plot_scaling
 
         print(f"# scaling plot written to {plot_scaling(df, a.plot_scaling)}")
