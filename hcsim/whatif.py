@@ -444,16 +444,18 @@ def _int_text(field: str, text: str, hi: int = MAX_INDEX) -> int:
 
 
 def _ranks_from_text(field: str, text: str) -> tuple:
+    """Global ranks from ``0-3,8,10-11`` (a bad piece is quoted whole: ``'0-'``, not ``''``)."""
     out = []
     for part in text.split(","):
         lo, dash, hi = part.strip().partition("-")
-        if dash:
-            a, b = _int_text(field, lo), _int_text(field, hi)
-            if b < a or b - a > 1_000_000:
-                raise bad_value(field, part, "a rank range such as 0-7")
-            out += range(a, b + 1)
-        else:
-            out.append(_int_text(field, lo))
+        ends = [lo, hi] if dash else [lo]
+        if not all(e.strip().isascii() and e.strip().isdigit() and len(e.strip()) <= 10 for e in ends):
+            raise bad_value(field, part.strip() if text.strip() else text, "ranks such as 0-7 or 0,2,4 (numbers "
+                            f"from 0 to {MAX_INDEX:,}, ASCII digits)")
+        a, b = (int(e) for e in (ends * 2)[:2])
+        if b < a or b - a > 1_000_000 or b > MAX_INDEX:
+            raise bad_value(field, part.strip(), "a rank range such as 0-7 (low to high, at most 1,000,001 ranks)")
+        out += range(a, b + 1)
     return tuple(out)
 
 

@@ -389,3 +389,19 @@ def test_perturb_changes_nothing_it_was_given():
     assert s.topology.compiled() is compiled
     assert s.workload.ops == ops and s.workload.communicators == comms and s.options == options
     assert p.options["speed"] == {0: 0.5} and p.options["start_s"] == pytest.approx({0: 5e-6}) and p.options["ecmp_seed"] == 9
+
+
+@pytest.mark.parametrize("ranks, shown", [("0-", "'0-'"), ("", "''"), ("0,,1", "''"), ("3-0", "'3-0'"),
+                                          ("0-\u0663", "'0-\u0663'"), ("a", "'a'")])
+def test_bad_rank_text_quotes_the_piece_at_fault(ranks, shown, capsys):
+    assert main(["whatif", "--topology", "atlas800t-a2", "--op", "allreduce", "-b", "1M", "-p", "ecmp-seed=1",
+                 "--ranks", ranks]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hcsim: error: --ranks = {shown}: ") and err.count("\n") == 1
+
+
+def test_rank_text_forms():
+    from hcsim.whatif import _ranks_from_text
+
+    assert _ranks_from_text("r", " 0-2, 5 ,7-7") == (0, 1, 2, 5, 7)
+    assert parse_perturbation("background-job=0-2,5:allreduce:1M").ranks == (0, 1, 2, 5)
