@@ -466,7 +466,7 @@ def _ranks_text(ranks) -> str:
     return ",".join(map(str, ranks))
 
 
-_NUMBER = r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"  # [0-9], not \d: ASCII digits only
+_NUMBER = r"((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"  # [0-9], not \d: ASCII digits only
 _TIME = re.compile(rf"^\s*{_NUMBER}\s*(s|ms|us|ns)\s*$")
 _RATE = re.compile(rf"^\s*{_NUMBER}\s*(GBps|Gbps|MBps|Bps)?\s*$")
 _FACTOR = re.compile(rf"^\s*{_NUMBER}\s*$")

@@ -9,6 +9,7 @@ from hcsim.topology import leaf_spine, ring, single_switch
 from hcsim.whatif import (
     BackgroundJob,
     DegradeLink,
+    DegradeTier,
     EcmpSeed,
     FailLink,
     Straggler,
@@ -405,3 +406,8 @@ def test_rank_text_forms():
 
     assert _ranks_from_text("r", " 0-2, 5 ,7-7") == (0, 1, 2, 5, 7)
     assert parse_perturbation("background-job=0-2,5:allreduce:1M").ranks == (0, 1, 2, 5)
+
+
+def test_numbers_as_float_wrote_them_but_ascii():
+    assert parse_perturbation("straggler=1:2.") == parse_perturbation("straggler=1:2")
+    assert parse_perturbation("degrade-tier=roce:.5:1.us") == DegradeTier("roce", 0.5, 1e-6)
