@@ -265,16 +265,21 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     # tier), the prediction before and after, and at least a Nelder-Mead simplex (tiers + 3)
     per_eval = max(1, work[0])
     n_max = len(tiers) + 2
-    budget = max_work // per_eval - (1 + len(tiers) + 2) - n_max  # a shrink may run n past the limit
+    probes = len(link_classes(topo)) if fit == "bottleneck" else len(tiers)
+    budget = max_work // per_eval - (1 + probes + 2) - n_max  # a shrink may run n past the limit
     if budget < n_max + 1:
         raise WorkLimitError(
             f"max_work = {max_work}: one prediction of the {len(points)} measured points on {topo.name!r} costs "
             f"{per_eval} units of engine work (50 per event instant or contention-free step + 1 per flow-rate update), and a fit needs at "
-            f"least {1 + len(tiers) + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
+            f"least {1 + probes + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
             "or raise max_work (--max-work)")
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
     klass = None
     if fit == "bottleneck":
+        if len({n for _, n, _, _, _ in points}) < 2:  # one size: any split of its time between the two fits it
+            raise bad_value("measured sizes", sorted({n for _, n, _, _, _ in points}),
+                            "points at 2 sizes or more for fit='bottleneck' (it fits a per-step overhead and a "
+                            "link rate: one size cannot tell them apart)")
         largest = int(np.argmax([n for _, n, _, _, _ in points]))
         shifts = {k: np.abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s)) - start)
                   for k in link_classes(topo)}
@@ -324,12 +329,16 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if klass is None:
         x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
     else:  # each class that moves the largest point, fitted, restarted once; the best fit wins
+        # the runs share the one limit (it bounds the whole fit): each may use what is left, less
+        # a simplex (3 evaluations, a shrink may add 2) for every run after it
         best, evals = None, 0
-        for k in candidates:
+        runs = 2 * len(candidates)
+        for j, k in enumerate(candidates):
             klass = k
-            xk, fk, ek = _nelder_mead(loss, x0, [0.5, 0.5], limit)
-            xk, fk, ek2 = _nelder_mead(loss, xk, [0.25, 0.25], limit)
-            evals += ek + ek2
+            xk, fk, ek = _nelder_mead(loss, x0, [0.5, 0.5], max(3, limit - evals - 5 * (runs - 2 * j - 1)))
+            evals += ek
+            xk, fk, ek2 = _nelder_mead(loss, xk, [0.25, 0.25], max(3, limit - evals - 5 * (runs - 2 * j - 2)))
+            evals += ek2
             if best is None or fk < best[1] - 1e-12:
                 best = (xk, fk, k)
         x, _, klass = best

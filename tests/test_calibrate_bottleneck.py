@@ -78,3 +78,28 @@ def test_cli_calibrate_fit_flag(tmp_path, capsys):
                "--out", str(tmp_path / "t.yaml")])
     out = capsys.readouterr().out
     assert rc == 0 and "hccs@20.3GBps x" in out and (tmp_path / "t.yaml").is_file()
+
+
+def _two_class_points(sizes):
+    base = leaf_spine(2, 4, 1, 10e9, oversubscription=2.0, tier="ib")
+    truth = class_scaled(base, ("ib", 10e9), 0.5, 3e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "mesh/ring", "size_bytes": sizes})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "mesh/ring").time_us for n in pts.size_bytes]
+    return base, pts
+
+
+def test_bottleneck_fit_refuses_points_of_one_size():
+    # one size: any split of its time into a step overhead and a rate fits it exactly
+    from hcsim.errors import HcsimError
+
+    base, pts = _two_class_points([1 << 20, 1 << 20])
+    with pytest.raises(HcsimError, match=r"measured sizes = \[1048576\]: points at 2 sizes or more"):
+        calibrate(base, pts, fit="bottleneck")
+
+
+def test_bottleneck_fit_keeps_to_its_evaluation_limit_over_every_class_and_restart():
+    base, pts = _two_class_points([64, 4096, 64 << 20])
+    for limit in (12, 40):
+        _, rep = calibrate(base, pts, fit="bottleneck", max_evals=limit)
+        # Nelder-Mead may finish a shrink (2 evaluations) past the limit, as the tiers fit does
+        assert rep["evaluations"] <= limit + 2, rep["evaluations"]

@@ -429,3 +429,87 @@ def test_hcsim_csv_forms_take_a_hash_header(tmp_path):
                                                                           ["allgather", 2048, 3.5]]
     one_line(lambda: load_measured(write(tmp_path, text.replace("2.5", "x"), "i.csv")),
              "line 3, column 4 (time_us) = 'x'")
+
+
+# ---- review 2026-11-23: inputs that were read without a word ------------------------------------
+
+NCCL_HEAD = """# nThread 1 nGpus 1 minBytes 8 maxBytes 64 step: 2(factor) warmup iters: 5 iters: 20
+#  Rank  0 Group  0 Pid   6899 on a device  0 [0000:04:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   6900 on a device  1 [0000:05:00] NVIDIA H100 80GB HBM3
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+"""
+NCCL_ROW = "{size:>12}  {count:>12}     float     sum      -1    135.8    0.00    0.00  {w1:>5}    123.5    0.00    0.00  {w2:>5}\n"
+
+
+def _nccl(tmp_path, *rows):
+    path = tmp_path / "all_reduce_perf.txt"
+    path.write_text("# all_reduce_perf\n" + NCCL_HEAD + "".join(NCCL_ROW.format(**r) for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("size", ["256.5", "-256", "2.5e2"])
+def test_nccl_row_with_a_size_that_is_no_byte_count_is_an_error_not_skipped(tmp_path, size):
+    path = _nccl(tmp_path, dict(size=8, count=2, w1=0, w2=0), dict(size=size, count=64, w1=0, w2=0))
+    with pytest.raises(HcsimError, match=r"line 7, column \d+ \(size\) = '.*': a whole number of bytes"):
+        load_measured(path)
+
+
+def test_nccl_rows_whose_check_failed_are_left_out_with_a_warning(tmp_path):
+    path = _nccl(tmp_path, dict(size=8, count=2, w1=0, w2=0), dict(size=16, count=4, w1=3, w2=0),
+                 dict(size=32, count=8, w1=0, w2=5), dict(size=64, count=16, w1="N/A", w2="N/A"))
+    with pytest.warns(MeasuredRowWarning, match=r"line 7: 3 wrong elements \(out-of-place #wrong"):
+        df = load_measured(path)
+    assert df["size_bytes"].tolist() == [8, 32, 64]  # in-place #wrong does not touch the out-of-place time
+    from hcsim.backends.parsers import parse_nccl_tests
+
+    with pytest.warns(MeasuredRowWarning, match=r"line 8: 5 wrong elements \(in-place"):
+        df = parse_nccl_tests(path.read_text(), in_place=True)
+    assert df["size_bytes"].tolist() == [8, 16, 64]
+
+
+def test_old_nccl_tests_error_column_is_not_a_wrong_count(tmp_path):
+    # nccl-tests before the root column printed the largest error as a float ("1e-07"): not a failure
+    path = tmp_path / "old.txt"
+    path.write_text("#  Rank  0 Pid  1 on h device  0 [0x1a] Tesla V100\n#  Rank  1 Pid  1 on h device  1 [0x1b] V100\n"
+                    "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   "
+                    "busbw  error\n"
+                    "           8             2   float     sum    158.3    0.00    0.00  1e-07    158.4    0.00    "
+                    "0.00  0e+00\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = load_measured(path, collective="allreduce")
+    assert df["time_us"].tolist() == [158.3]
+
+
+def test_hccl_test_rows_whose_check_failed_are_left_out_with_a_warning(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text("mpirun -n 8 ./bin/all_reduce_test -b 8K -e 32K -f 2 -p 8\n"
+                    "data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:\n"
+                    "8192              | 764.55         | 0.00998              | success\n"
+                    "16384             | 858.80         | 0.01777              | failed\n"
+                    "32768             | 901.10         | 0.03387              | success\n")
+    with pytest.warns(MeasuredRowWarning, match=r"line 4: check_result 'failed'"):
+        df = load_measured(path)
+    assert df["size_bytes"].tolist() == [8192, 32768]
+
+
+def test_osu_file_with_two_different_tests_is_refused(tmp_path):
+    path = tmp_path / "osu.txt"
+    path.write_text(OSU.replace("Allreduce", "Allgather") + OSU.replace("Allreduce", "Alltoall"))
+    with pytest.raises(HcsimError, match=r"line 7: a second OSU test \(alltoall latency\) after allgather latency "
+                                         r"\(line 1\); one test per file"):
+        load_measured(path, ranks=8)
+    path.write_text(OSU + OSU)  # the same test twice: its runs, all kept
+    assert len(load_measured(path)) == 6
+
+
+def test_wide_table_column_without_a_name_but_with_values_is_an_error(tmp_path):
+    path = tmp_path / "w.csv"
+    path.write_text("bytes,ring,,rd\n1024,10,5,11\n")
+    with pytest.raises(HcsimError, match=r"line 2, column 3 = '5': an empty cell: column 3 has no name"):
+        load_measured(path, "allreduce", 8, columns="size=bytes,wide=algorithm,values=time:us")
+    path.write_text("bytes,ring,,rd\n1024,10,,11\n")  # an empty column (a spreadsheet's gap) is fine
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MeasuredAlgorithmWarning)
+        df = load_measured(path, "allreduce", 8, columns="size=bytes,wide=algorithm,values=time:us")
+    assert df["algorithm_given"].tolist() == ["ring", "rd"]

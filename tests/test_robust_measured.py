@@ -91,7 +91,8 @@ def mutated(tmp_path, sample: Path, old: str, new: str) -> Path:
     (NCCL, "1806.7", "0.0", ["line 8, column 56", "= '0.0'"]),
     (NCCL, "1806.7", "-nan", ["line 8, column 56", "= '-nan'"]),
     (NCCL, "  586.06", "", ["line 8: 12 fields; an nccl-tests row has 13"]),
-    (NCCL, "536870912 ", "536870912.5 ", []),  # not a whole first field: not a row; the others load
+    # a row whose size is no byte count is an error, not a line silently skipped (review, 2026-11-23)
+    (NCCL, "536870912 ", "536870912.5 ", ["line 8, column 4 (size) = '536870912.5'", "a whole number of bytes"]),
     (NCCL, "all_reduce_perf", "all_reduce_perf all_gather_perf", ["several nccl-tests binaries"]),
     # CSV (op form): header line 10, first row line 11
     (CSV_910B, ",8,,33.254", ",abc,,33.254", ["line 11, column 4 (bytes) = 'abc'"]),

@@ -58,8 +58,13 @@ _DIGITS = re.compile(r"[0-9]+")
 _TOKEN = re.compile(r"\S+")
 
 
+HCCL_CHECK_FAILED = frozenset({"fail", "failed", "failure", "error", "false"})
+"""hccl_test ``check_result`` cells that say the run's result was wrong: such a row is left out with a warning."""
+
+
 class MeasuredRowWarning(UserWarning):
-    """Rows of a measured file were left out (zero-byte rows, a repeated CSV header)."""
+    """Rows of a measured file were left out (zero-byte rows, a repeated CSV header, a run whose own
+    check failed: nccl-tests' ``#wrong`` above 0, hccl_test's ``check_result`` ``failed``)."""
 
 
 class _Source:
@@ -226,13 +231,14 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
             raise bad_value(src.at(number, column, "binary"), binary,
                             f"an hccl_test binary ({', '.join(sorted(BINARIES))}), or pass collective= (--op)")
         collective = _named(collective, BINARIES.get(binary), binary)
-    header = None
+    header = check = None
     rows = []
     for number, line in enumerate(lines, 1):
         if line.lstrip().startswith("#"):  # a comment is never the table (nor a row)
             continue
         if "data_size(Bytes)" in line:
             header = [c.strip().rstrip(":") for c in line.split("|")]
+            check = next((i for i, c in enumerate(header) if c.lower() == "check_result"), None)
             continue
         if header is None or "|" not in line:
             continue
@@ -244,7 +250,11 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
         if size == 0:
             src.leave_out(number, "0 bytes")
             continue
-        rows.append((size, _time(cells[1], src.at(number, 2, header[1]))))
+        time_us = _time(cells[1], src.at(number, 2, header[1]))
+        if check is not None and cells[check].lower() in HCCL_CHECK_FAILED:
+            src.leave_out(number, f"{header[check]} {cells[check]!r}")
+            continue
+        rows.append((size, time_us))
     if not rows:
         raise ConfigError(f"{src.name}: no hccl_test rows found (expected 'data_size(Bytes): | aveg_time(us): ...' "
                           "and rows under it)")
@@ -298,8 +308,10 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
         if line.lstrip().startswith("#"):
             continue
         tokens = [(m.group(), m.start() + 1) for m in _TOKEN.finditer(line)]
-        if not tokens or not _DIGITS.fullmatch(tokens[0][0]):
+        if not tokens or not _NUMBER.fullmatch(tokens[0][0]):
             continue
+        if not _DIGITS.fullmatch(tokens[0][0]):  # '256.5', '-8', '1e3': a row with a bad size, not a banner
+            _size(tokens[0][0], src.at(number, tokens[0][1], "size"))
         if len(tokens) not in fields:
             raise ConfigError(f"{src.at(number)}: {len(tokens)} fields; an nccl-tests row has "
                               f"{' or '.join(map(str, fields))} (a truncated or ragged row)")
@@ -310,6 +322,11 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
             src.leave_out(number, "0 bytes")
             continue
         cell, column = tokens[offset + 4 if in_place else offset]
+        wrong = tokens[offset + (7 if in_place else 3)][0]
+        if _DIGITS.fullmatch(wrong) and int(wrong) > 0:  # '#wrong' (older versions print a float 'error': kept)
+            src.leave_out(number, f"{int(wrong)} wrong elements ({'in-place' if in_place else 'out-of-place'} "
+                                  "#wrong: nccl-tests' check failed)")
+            continue
         rows.append((size, _time(cell, src.at(number, column, "in-place time" if in_place else "out-of-place time"))))
     if not rows:
         raise ConfigError(f"{src.name}: no nccl-tests rows found (expected '# size count type redop root time ...' "

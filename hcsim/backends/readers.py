@@ -411,13 +411,20 @@ _OSU_TIME = re.compile(r"(?:(Avg|Min|Max|P\d+(?:\.\d+)?)\s*(?:Tail\s*)?)?Lat(?:e
 _UNIT_SUFFIX = re.compile(r"^(.*?)\s*\((us|ms|s|ns)\)$")
 
 
-def _osu_title(comments) -> tuple[str | None, str | None]:
-    """(collective, 'Latency' or 'Bandwidth') from an ``# OSU MPI Allreduce Latency Test`` line."""
-    for _, line in comments:
+def _osu_title(comments, src: _Source | None = None) -> tuple[str | None, str | None]:
+    """(collective, 'Latency' or 'Bandwidth') from an ``# OSU MPI Allreduce Latency Test`` line; a
+    second title naming another test (two outputs pasted into one file) is refused."""
+    found = None
+    for number, line in comments:
         m = _OSU_TITLE.match(line)
         if m:
-            return _OSU_OPS[re.sub(r"[\s_-]", "", m.group(1)).lower()], m.group(2).title()
-    return None, None
+            title = (_OSU_OPS[re.sub(r"[\s_-]", "", m.group(1)).lower()], m.group(2).title())
+            if found is not None and title != found[0]:
+                raise ConfigError(f"{src.at(number) if src else f'line {number}'}: a second OSU test "
+                                  f"({title[0]} {title[1].lower()}) after {found[0][0]} {found[0][1].lower()} "
+                                  f"(line {found[1]}); one test per file")
+            found = found or (title, number)
+    return found[0] if found else (None, None)
 
 
 def parse_osu(text: str, collective: str | None = None, ranks: int | None = None, *, source=None) -> pd.DataFrame:
@@ -442,7 +449,7 @@ def parse_osu(text: str, collective: str | None = None, ranks: int | None = None
     _check_arguments(text, collective, ranks, "osu")
     src = source if isinstance(source, _Source) else _Source(source)
     comments = [(n, line.strip()) for n, line in enumerate(_lines(text), 1) if line.lstrip().startswith("#")]
-    title_op, kind = _osu_title(comments)
+    title_op, kind = _osu_title(comments, src)
     if kind == "Bandwidth":
         raise ConfigError(f"{src.name}: an OSU bandwidth test; hcsim reads the collective latency tests "
                           "(or give the columns: columns=)")
@@ -590,7 +597,7 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
                             f"a column of the header (line {header_line}): {shown(', '.join(names))}")
     if cmap.op is None and not collective:  # an OSU title names it, as in parse_osu
         collective = _osu_title([(n, line.strip()) for n, line in enumerate(_lines(text), 1)
-                                 if line.lstrip().startswith("#")])[0]
+                                 if line.lstrip().startswith("#")], src)[0]
     if cmap.op is None and not collective:
         raise ConfigError(f"{src.name}: the collective is not recorded (no op= column mapped); pass collective= "
                           f"(--op), one of {', '.join(COLLECTIVES)}")
@@ -658,6 +665,12 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
             values = [(index[col], cells[index[col]], given, k)]
             kind = "time" if cmap.time else cmap.bandwidth_kind
             unit = cmap.time_unit if cmap.time else cmap.bandwidth_unit
+        if cmap.wide:  # every unmapped column is a value column: one with no name cannot say whose values
+            for i, name in enumerate(header):
+                if not name and cells[i] != "":
+                    raise bad_value(at(i), cells[i], f"an empty cell: column {i + 1} has no "
+                                    f"name in the header (line {header_line}), so with wide={cmap.wide} it is "
+                                    "no one's; name it or delete the column")
         for i, cell, algo, kk in values:
             if cmap.wide and cell == "":
                 src.leave_out(number, f"no value in column {header[i]!r}")
@@ -682,7 +695,7 @@ def _value_time(cell: str, kind: str, unit: str, size: int, collective: str, ran
         return _check_converted(_time(cell, where) * TIME_UNITS[unit], where, cell)
     bw = float(cell) if _NUMBER.fullmatch(cell) else math.nan
     if not (math.isfinite(bw) and bw > 0):
-        raise bad_value(where, cell, f"a {kind} in {unit}, a finite number > 0")
+        raise bad_value(where, cell, f"{'an' if kind == 'algbw' else 'a'} {kind} in {unit}, a finite number > 0")
     algbw = bw * BANDWIDTH_UNITS[unit]
     if kind == "busbw":
         factor = BUSBW_FACTOR[collective](ranks or 2)
