@@ -557,7 +557,9 @@ def _perturbed(s, items: list, fields: list):
     topo = s.topology
     if any(isinstance(p, _TOPOLOGY_KINDS) for p in items):
         topo = _copy_topology(topo)
-        for p, where in zip(items, fields, strict=True):
+        # inelastic loads last: other traffic takes its rate from what a degraded link still
+        # carries (f x B - L), whatever order the perturbations were listed in
+        for p, where in sorted(zip(items, fields, strict=True), key=lambda pf: isinstance(pf[0], BackgroundLoad)):
             if isinstance(p, _TOPOLOGY_KINDS):
                 _apply_to_topology(topo, s.topology, p, where)
     options = dict(s.options)

@@ -411,3 +411,14 @@ def test_rank_text_forms():
 def test_numbers_as_float_wrote_them_but_ascii():
     assert parse_perturbation("straggler=1:2.") == parse_perturbation("straggler=1:2")
     assert parse_perturbation("degrade-tier=roce:.5:1.us") == DegradeTier("roce", 0.5, 1e-6)
+
+
+def test_a_load_on_a_degraded_link_takes_from_the_degraded_rate_in_any_order():
+    """1 GB/s at half rate carries 0.5 GB/s; 0.4 GB/s of other traffic leaves 0.1 GB/s: a 6 MB send
+    takes 60 ms, listed either way round (not (1 - 0.4) x 0.5 = 0.3 GB/s, 20 ms)."""
+    job = {"topology": {"builder": "single_switch", "params": {"n": 2, "bandwidth_GBps": 1}},
+           "workload": {"ops": [{"kind": "send", "name": "s", "src": 0, "dst": 1, "size": 6_000_000}]}}
+    for order in (["background-load=npu0,sw0:0.4GBps", "degrade-link=npu0,sw0:0.5"],
+                  ["degrade-link=npu0,sw0:0.5", "background-load=npu0,sw0:0.4GBps"]):
+        df = whatif(job, order, combined=True)
+        assert df["time_us"].iloc[3] == pytest.approx(60_000.0, rel=1e-9)
