@@ -52,7 +52,7 @@ links at 10 and at 20 GB/s: only the faster links keep the step within 5 ms.
 >>> df[["point", "hccs_bandwidth_GBps", "npus", "status", "meets_target"]].values.tolist()
 [[0, 10, 8, 'ok', False], [1, 20, 8, 'ok', True]]
 >>> df.attrs["answer"]["text"]
-'smallest cluster with step time <= 5 ms: point 1, 1 server (8 NPUs), 4.4 ms'
+'smallest cluster with step time <= 5 ms: point 1, 1 server (8 NPUs), 4.396 ms'
 """
 
 from __future__ import annotations
@@ -595,6 +595,18 @@ def _derive(df, price, target_step_ms, target_collective_ms, collective) -> None
     df["pareto"] = pareto_front(step, cost, ok)
 
 
+def ms_text(ms: float) -> str:
+    """Milliseconds as the plan prints them: to 0.1 ms from 100 ms up, else to 4 significant
+    figures (a small job's 3.393 ms, not 3.4); ``-`` when not finite.
+
+    >>> ms_text(136.63), ms_text(4.39321), ms_text(0.0861712), ms_text(float("nan"))
+    ('136.6', '4.393', '0.08617', '-')
+    """
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    return f"{ms:,.1f}" if abs(ms) >= 100 else f"{ms:.4g}"
+
+
 def _question(target_step_ms, target_collective_ms, collective) -> str:
     parts = []
     if target_step_ms is not None:
@@ -618,12 +630,13 @@ def _answer(df, target_step_ms, target_collective_ms, collective) -> dict:
         return {"question": question, "point": None, "text": f"{question}: no valid point (all {len(df)} invalid)"}
     if i is None:
         return {"question": question, "point": None,
-                "text": f"{question}: no point meets it (fastest valid: {min(s for s, g in zip(step, ok, strict=True) if g):.1f} ms)"}
+                "text": f"{question}: no point meets it (fastest valid: "
+                        f"{ms_text(min(s for s, g in zip(step, ok, strict=True) if g))} ms)"}
     row = df.iloc[i]
     text = (f"{question}: point {i}, {int(row['servers'])} server{'s' if row['servers'] != 1 else ''} "
-            f"({int(row['npus'])} NPUs), {row['step_time_ms']:.1f} ms")
+            f"({int(row['npus'])} NPUs), {ms_text(row['step_time_ms'])} ms")
     if collective is not None and target_collective_ms is not None:
-        text += f", {collective} {row['collective_ms']:.2f} ms"
+        text += f", {collective} {ms_text(row['collective_ms'])} ms"
     return {"question": question, "point": int(i), "text": text}
 
 
@@ -894,5 +907,5 @@ class _CallableModule(type(sys)):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["COLUMNS", "LAYOUT_AXES", "MAX_POINTS", "PLAN_KEYS", "POLICIES", "SIZE_AXES", "best_workload",
-           "collective_ms", "npu_hours", "pareto_front", "plan", "samples_per_step", "scaling_efficiency",
+           "collective_ms", "ms_text", "npu_hours", "pareto_front", "plan", "samples_per_step", "scaling_efficiency",
            "smallest", "throughput"]

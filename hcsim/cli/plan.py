@@ -123,19 +123,13 @@ def _num(x, fmt: str) -> str:
     return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
 
 
-def _ms(x) -> str:
-    """Milliseconds: 0.1 ms from 100 ms up, else 4 significant figures (a small job's 3.393 ms)."""
-    if x is None or not math.isfinite(x):
-        return "-"
-    return f"{x:,.1f}" if abs(x) >= 100 else f"{x:.4g}"
-
-
 def format_plan(df) -> str:
     """The plan as a table (``point``, the axes, NPUs, status, step ms, throughput, efficiency,
     exposed communication, NPU-hours and cost per step, meets, Pareto; an invalid point's
     reason in the last column) and the answer line."""
     import pandas as pd
 
+    from ..plan import ms_text as _ms
     from . import _table
 
     axes = list(df.attrs.get("axes", ()))
