@@ -866,10 +866,11 @@ def _compare(cases, make, keep: bool, progress):
             own = r.ops[~r.ops["op"].str.startswith(BACKGROUND_PREFIX)]
             t = float(own["end_s"].max()) if len(own) else r.step_time_s
             busiest = r.links.sort_values("utilization", ascending=False, kind="stable").head(1)
+            busiest = busiest[busiest["utilization"] > 0]  # no link is busiest when none carried a byte
             link = (f"{busiest['src'].iloc[0]}->{busiest['dst'].iloc[0]}" if len(busiest) else "")
             rows.append({"case": case, "perturbation": words, "status": "ok", "reason": "", "time_us": t * 1e6,
                          "busiest_link": link,
-                         "busiest_utilization": float(busiest["utilization"].iloc[0]) if len(busiest) else np.nan})
+                         "busiest_utilization": float(busiest["utilization"].iloc[0]) if len(busiest) else 0.0})
             if keep:
                 kept[case] = r
             bar.update()

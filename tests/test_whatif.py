@@ -422,3 +422,15 @@ def test_a_load_on_a_degraded_link_takes_from_the_degraded_rate_in_any_order():
                   ["degrade-link=npu0,sw0:0.5", "background-load=npu0,sw0:0.4GBps"]):
         df = whatif(job, order, combined=True)
         assert df["time_us"].iloc[3] == pytest.approx(60_000.0, rel=1e-9)
+
+
+def test_a_job_that_moves_no_bytes_has_no_busiest_link_and_no_percentage(tmp_path, capsys):
+    path = tmp_path / "idle.yaml"
+    path.write_text("topology: {builder: single_switch, params: {n: 4, bandwidth_GBps: 1}}\n"
+                    "workload: {ops: [{kind: compute, name: c, ranks: [2], duration_us: 0}]}\n")
+    df = whatif(path, ["straggler=2:1:5us"])
+    assert df["busiest_link"].tolist() == ["", ""] and df["busiest_utilization"].tolist() == [0.0, 0.0]
+    assert main(["whatif", str(path), "-p", "straggler=2:1:5us"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out and "npu0->sw0 0%" not in out
+    assert "| 5.00    | +5.00    | -     | -            |" in out

@@ -8,6 +8,7 @@ bar chart when asked.
 from __future__ import annotations
 
 import argparse
+import math
 
 from ..errors import HcsimError
 
@@ -92,8 +93,10 @@ def format_whatif(df, title: str) -> str:
         if r.status != "ok":
             rows.append([r.case, "-", "-", "-", "-", f"error: {r.reason}"])
             continue
-        rows.append([r.case, f"{r.time_us:.2f}", f"{r.delta_us:+.2f}", f"{r.delta_pct:+.2f}%",
-                     f"{r.busiest_link} {100 * r.busiest_utilization:.0f}%", r.perturbation or "as given"])
+        rows.append([r.case, f"{r.time_us:.2f}", f"{r.delta_us:+.2f}",
+                     "-" if math.isnan(r.delta_pct) else f"{r.delta_pct:+.2f}%",  # a baseline of 0 us
+                     f"{r.busiest_link} {100 * r.busiest_utilization:.0f}%" if r.busiest_link else "-",
+                     r.perturbation or "as given"])
     out = [f"# what-if: {title}"]
     out += _table(["case", "time_us", "delta_us", "delta", "busiest link", "change"], rows)
     return "\n".join(out) + "\n"
