@@ -505,7 +505,7 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
         target_step_ms = _positive(field["target_step_ms"], value["target_step_ms"])
         target_collective_ms = _positive(field["target_collective_ms"], value["target_collective_ms"])
         price = _positive(field["price_per_npu_hour"], value["price_per_npu_hour"])
-        collective, policy = value["collective"], value["policy"] or "auto"
+        collective, policy = value["collective"], "auto" if value["policy"] is None else value["policy"]
         if not isinstance(policy, str) or policy not in POLICIES:
             raise bad_value(field["policy"], policy, "one of " + ", ".join(POLICIES))
         if target_collective_ms is not None and collective is None:

@@ -375,6 +375,7 @@ def test_cli_prints_table_and_answer_and_writes_csv(tmp_path, capsys):
     (["--vary", "servers"], "hcsim: error: --vary = 'servers': AXIS=V1,V2"),
     (["--vary", "foo=1"], "hcsim: error: space.foo = [1]: not an axis"),
     (["--vary", "tp=2", "--policy", "fast"], "hcsim: error: policy = 'fast': one of auto, best"),
+    (["--vary", "tp=2", "--policy", ""], "hcsim: error: policy = '': one of auto, best"),  # not auto silently
 ])
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, start):
     import yaml
