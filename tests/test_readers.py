@@ -513,3 +513,22 @@ def test_wide_table_column_without_a_name_but_with_values_is_an_error(tmp_path):
         warnings.simplefilter("ignore", MeasuredAlgorithmWarning)
         df = load_measured(path, "allreduce", 8, columns="size=bytes,wide=algorithm,values=time:us")
     assert df["algorithm_given"].tolist() == ["ring", "rd"]
+
+
+def test_an_empty_cell_of_a_mapped_ranks_column_is_an_error_unless_ranks_are_given(tmp_path):
+    path = tmp_path / "r.csv"
+    path.write_text("bytes,lat,n\n1024,1.5,16\n2048,2.5,\n")
+    spec = "size=bytes,time=lat:us,ranks=n"
+    with pytest.raises(HcsimError, match=r"line 3, column 3 \(n\) = '': a whole number of ranks .* or pass ranks="):
+        load_measured(path, "allreduce", columns=spec)
+    assert load_measured(path, "allreduce", 16, columns=spec)["ranks"].tolist() == [16.0, 16.0]
+
+
+def test_a_launchers_line_with_a_comma_above_an_osu_table_does_not_make_it_a_csv(tmp_path):
+    warning = "Warning: Permanently added 'node1,10.0.0.1' (ECDSA) to the list of known hosts.\n"
+    assert detect_format(warning + OSU) == "table"
+    path = tmp_path / "osu.txt"
+    path.write_text(warning + OSU)
+    assert load_measured(path)["size_bytes"].tolist() == [1, 2, 4]
+    assert detect_format("bytes,time_us\n1024,10\n") == "csv"
+    assert detect_format("# a, b\nbytes,time_us\n") == "csv"  # a header alone is still a CSV's

@@ -27,6 +27,7 @@ from ..errors import ConfigError, bad_value, shown, unknown_name
 from .parsers import (
     COLUMNS,
     MIN_TIME_US,
+    RANKS_ALLOWED,
     _check_arguments,
     _csv_records,
     _lines,
@@ -100,7 +101,9 @@ def detect_format(text: str) -> str | None:
     ``"hccl_test"`` (a line whose first ``|`` cell is ``data_size(Bytes)``), ``"nccl-tests"`` (a
     row of 12 or 13 fields: size, count, data type, reduction...), ``"csv"`` (the first data line
     holds a comma), ``"table"`` (rows of whitespace-separated numbers, as OSU prints them), or
-    None when no data line says. Lines starting with ``#`` are skipped: a comment never decides.
+    None when no data line says. Lines starting with ``#`` are skipped: a comment never decides, nor
+    does a comma in the first line above a table whose rows hold none (ssh's "Permanently added
+    'node1,10.0.0.1'" before OSU's output).
 
     Examples
     --------
@@ -111,6 +114,7 @@ def detect_format(text: str) -> str | None:
     """
     first = None
     table = False
+    commas = 0  # data lines after the first holding a comma: a CSV's rows do, a table's never
     for line in _lines(text):
         stripped = line.strip().lstrip("\ufeff")
         if not stripped or stripped.startswith("#"):
@@ -122,8 +126,10 @@ def detect_format(text: str) -> str | None:
             return "nccl-tests"
         if first is None:
             first = stripped
+        else:
+            commas += "," in stripped
         table = table or _table_row(tokens)
-    if first is not None and "," in first:
+    if first is not None and "," in first and (commas or not table):  # not a launcher's warning above a table
         return "csv"
     return "table" if table else None
 
@@ -474,7 +480,7 @@ def parse_osu(text: str, collective: str | None = None, ranks: int | None = None
         if unit is None:
             raise bad_value(src.at(header_line, i + 1, "header"), name, "an OSU column (Avg Latency(us), "
                             "Min Latency(us), Max Latency(us), Iterations) or an algorithm's time with its "
-                            "unit, e.g. ring(us)")
+                            "unit, e.g. ring(us); for other tables name the columns (columns=, --columns)")
         time_columns.append((i, unit.group(1).strip(), unit.group(2)))
     if not time_columns:
         raise ConfigError(f"{src.at(header_line)}: no time column (Avg Latency(us), or one per algorithm as "
@@ -652,6 +658,9 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
         k = ranks
         if cmap.ranks is not None:
             cell = cells[index[cmap.ranks]]
+            if not cell and ranks is None:  # an empty cell would leave the rank count to the topology
+                raise bad_value(at(index[cmap.ranks]), cell, RANKS_ALLOWED + "; or pass ranks= (--ranks) for "
+                                "the rows that leave it empty")
             k = _rank_count(cell, at(index[cmap.ranks])) if cell else ranks
             if ranks is not None and k != ranks:
                 raise bad_value("ranks", ranks, f"the ranks the file records ({k}, {at(index[cmap.ranks])}), "
