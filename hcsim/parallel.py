@@ -65,7 +65,8 @@ def map_points(fn, items, *, client=None, progress=None, desc: str = "", shared=
     -------
     list
         One result per item, in order. An exception raised by a point is raised again here as
-        itself (an :class:`~hcsim.errors.HcsimError` stays a one-line error); on a cluster
+        itself (an :class:`~hcsim.errors.HcsimError` stays a one-line error): the first
+        failing point in ``items``' order, as the serial loop raises, also on a cluster, where
         the points still pending are then cancelled.
 
     Examples
@@ -88,7 +89,7 @@ def map_points(fn, items, *, client=None, progress=None, desc: str = "", shared=
 
 
 def _map_on_client(client, fn, items, progress, desc, shared) -> list:
-    from distributed import as_completed
+    from distributed import as_completed, wait
 
     if not items:
         return []
@@ -100,9 +101,14 @@ def _map_on_client(client, fn, items, progress, desc, shared) -> list:
         futures = client.map(fn, items, [handle] * len(items), pure=False)
     try:
         with progress_bar(len(items), desc, progress) as bar:
+            place = {future.key: i for i, future in enumerate(futures)}
             for future in as_completed(futures):
                 if future.status == "error":
-                    future.result()  # raises the point's own exception, as the worker raised it
+                    # the first point in order that fails, as the loop in this process would raise
+                    # (not whichever failure finished first): the earlier points are waited for
+                    earlier = futures[:place[future.key] + 1]
+                    wait(earlier)
+                    next(f for f in earlier if f.status == "error").result()  # raises it, as the worker did
                 bar.update()
         return client.gather(futures)
     finally:

@@ -266,3 +266,20 @@ def test_something_that_is_not_a_dask_scheduler_is_a_one_line_error():
                 dask_client(scheduler=address):
             pass
         assert "\n" not in str(info.value)
+
+
+@needs_dask
+def test_the_error_raised_is_the_first_failing_point_in_order(client):
+    """Point 0 fails after 1.5 s, point 1 at once: the serial loop raises point 0's error, and so
+    does the cluster (it raised whichever failure finished first)."""
+    import time
+
+    def slow_size(item):
+        time.sleep(item[0])
+        return parse_size(item[1])
+
+    items = [(1.5, "first"), (0.0, "second"), (0.0, "1K")]
+    with pytest.raises(ConfigError, match=r"^size = 'first'"):
+        map_points(slow_size, items)
+    with pytest.raises(ConfigError, match=r"^size = 'first'"):
+        map_points(slow_size, items, client=client)
