@@ -510,7 +510,7 @@ def _plus(s: float) -> str:
 
 # ---- applying them -------------------------------------------------------------------------------
 
-def perturb(scenario, perturbations, **kwargs):
+def perturb(scenario, perturbations, *, servers: int | None = None, overrides: dict | None = None):
     """A new :class:`~hcsim.scenario.Scenario` with ``perturbations`` applied, in order.
 
     The topology is copied before it is changed, the workload is copied before background
@@ -519,8 +519,7 @@ def perturb(scenario, perturbations, **kwargs):
     Parameters
     ----------
     scenario : Scenario, str, Path or dict
-        As :func:`hcsim.scenario.load_scenario` takes it (``kwargs`` are its ``servers``,
-        ``overrides``).
+        As :func:`hcsim.scenario.load_scenario` takes it, with its ``servers`` and ``overrides``.
     perturbations : list
         Objects, text or mappings (:func:`parse_perturbation`).
 
@@ -541,7 +540,7 @@ def perturb(scenario, perturbations, **kwargs):
     """
     from .scenario import load_scenario
 
-    s = load_scenario(scenario, **kwargs)
+    s = load_scenario(scenario, servers=servers, overrides=overrides)
     given = _as_list(perturbations)
     fields = [f"perturbations[{i}]" for i in range(len(given))]
     return _perturbed(s, [parse_perturbation(p, f) for p, f in zip(given, fields, strict=True)], fields)
@@ -736,14 +735,16 @@ def _check_reachable(topo, workload, cuts) -> None:
 
 # ---- running them -------------------------------------------------------------------------------
 
-def whatif(scenario, perturbations, *, combined: bool = False, results: bool = False, progress=None, **kwargs):
+def whatif(scenario, perturbations, *, combined: bool = False, results: bool = False, progress=None,
+           servers: int | None = None, overrides: dict | None = None):
     """The baseline and each perturbation, run side by side.
 
     Parameters
     ----------
     scenario : Scenario, str, Path or dict
-        A job (:func:`hcsim.scenario.load_scenario`; ``kwargs`` are its ``servers`` and
-        ``overrides``). For one collective use :func:`whatif_collective`.
+        A job (:func:`hcsim.scenario.load_scenario`, with its ``servers`` and ``overrides``;
+        run options such as ``routing`` belong in the scenario's ``options``). For one
+        collective use :func:`whatif_collective`.
     perturbations : list
         Objects, text or mappings (:func:`parse_perturbation`); each is run on its own. An
         empty list runs the scenario file's own ``whatif:`` list.
@@ -776,7 +777,7 @@ def whatif(scenario, perturbations, *, combined: bool = False, results: bool = F
 
     combined, results = flag("combined", combined), flag("results", results)
     check_progress(progress)
-    s = load_scenario(scenario, **kwargs)
+    s = load_scenario(scenario, servers=servers, overrides=overrides)
     items, where = _as_list(perturbations), "perturbations"
     if not items:
         items, where = list(s.whatif), "whatif"

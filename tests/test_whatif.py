@@ -434,3 +434,14 @@ def test_a_job_that_moves_no_bytes_has_no_busiest_link_and_no_percentage(tmp_pat
     out = capsys.readouterr().out
     assert "nan" not in out and "npu0->sw0 0%" not in out
     assert "| 5.00    | +5.00    | -     | -            |" in out
+
+
+def test_whatif_names_its_own_keywords():
+    """servers and overrides are whatif's (they were **kwargs passed on, so routing= failed
+    inside load_scenario); run options belong in the scenario."""
+    with pytest.raises(TypeError, match=r"^whatif\(\) got an unexpected keyword argument 'routing'"):
+        whatif(_ring_job(), ["ecmp-seed=1"], routing="spray")
+    with pytest.raises(TypeError, match=r"^perturb\(\) got an unexpected keyword argument 'routing'"):
+        perturb(_ring_job(), ["ecmp-seed=1"], routing="spray")
+    df = whatif(_ring_job(), ["ecmp-seed=1"], overrides={"options.routing": "spray"})
+    assert df["status"].tolist() == ["ok", "ok"]
