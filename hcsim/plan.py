@@ -502,12 +502,20 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
     field = {k: k if v is not None or k not in section else f"plan.{k}" for k, v in given.items()}
     value = {k: v if v is not None else section.get(k) for k, v in given.items()}
     try:
+        # a file's value an argument replaces is still the file's: checked as strictly
+        for k in [k for k, v in given.items() if v is not None and section.get(k) is not None]:
+            if k == "space":
+                _axes(section[k], doc, tname, base, "plan.space")
+            elif k == "policy":
+                _policy("plan.policy", section[k])
+            elif k == "collective":
+                _check_collective("plan.collective", section[k], base.workload, settled=base.generator is None)
+            else:
+                _positive(f"plan.{k}", section[k])
         target_step_ms = _positive(field["target_step_ms"], value["target_step_ms"])
         target_collective_ms = _positive(field["target_collective_ms"], value["target_collective_ms"])
         price = _positive(field["price_per_npu_hour"], value["price_per_npu_hour"])
-        collective, policy = value["collective"], "auto" if value["policy"] is None else value["policy"]
-        if not isinstance(policy, str) or policy not in POLICIES:
-            raise bad_value(field["policy"], policy, "one of " + ", ".join(POLICIES))
+        collective, policy = value["collective"], _policy(field["policy"], value["policy"])
         if target_collective_ms is not None and collective is None:
             raise bad_value(field["target_collective_ms"], target_collective_ms, "needs collective (a collective "
                             "name such as allreduce, or the start of operation names)")
@@ -684,6 +692,14 @@ def _positive(name: str, value):
     if not math.isfinite(x) or x <= 0:
         raise bad_value(name, value, "a number > 0" + _yaml_float_hint(value))
     return x
+
+
+def _policy(name: str, value) -> str:
+    """The algorithm policy (``auto`` when left out), or a one-line refusal."""
+    policy = "auto" if value is None else value
+    if not isinstance(policy, str) or policy not in POLICIES:
+        raise bad_value(name, policy, "one of " + ", ".join(POLICIES))
+    return policy
 
 
 def _check_collective(name: str, collective, workload, settled: bool) -> bool:

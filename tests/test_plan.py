@@ -300,8 +300,20 @@ def test_plan_section_errors_name_the_file_and_field(tmp_path):
     path.write_text(yaml.safe_dump({**LLM, "plan": {"space": {"tp": [2]}, "target_step_ms": 0}}))
     with pytest.raises(HcsimError, match=rf"^{path}: plan\.target_step_ms = 0: a number > 0"):
         plan(path)
+    path.write_text(yaml.safe_dump({**LLM, "plan": {"space": {"tp": [2]}, "target_step_ms": 3}}))
     with pytest.raises(HcsimError, match=r"^space\.bogus = \[1\]: not an axis"):  # an argument: no file field
         plan(path, {"bogus": [1]}, target_step_ms=1)
+    # a file's value an argument replaces is still checked, and named as the file's
+    for key, bad, argument, start in [
+            ("space", {"bogus": [1]}, {"space": {"tp": [2]}}, r"plan\.space\.bogus = \[1\]: not an axis"),
+            ("target_step_ms", -1, {"target_step_ms": 5}, r"plan\.target_step_ms = -1: a number > 0"),
+            ("price_per_npu_hour", "2e0", {"price_per_npu_hour": 2}, r"plan\.price_per_npu_hour = '2e0': a number"),
+            ("policy", "fastest", {"policy": "auto"}, r"plan\.policy = 'fastest': one of auto, best"),
+            ("collective", 5, {"collective": "allreduce"}, r"plan\.collective = 5: a collective name")]:
+        plan_section = {"space": {"tp": [2]}, key: bad}
+        path.write_text(yaml.safe_dump({**LLM, "plan": plan_section}))
+        with pytest.raises(HcsimError, match=rf"^{path}: {start}"):
+            plan(path, **argument)
 
 
 def test_global_batch_sets_micro_batches_or_is_invalid():
