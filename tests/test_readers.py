@@ -532,3 +532,17 @@ def test_a_launchers_line_with_a_comma_above_an_osu_table_does_not_make_it_a_csv
     assert load_measured(path)["size_bytes"].tolist() == [1, 2, 4]
     assert detect_format("bytes,time_us\n1024,10\n") == "csv"
     assert detect_format("# a, b\nbytes,time_us\n") == "csv"  # a header alone is still a CSV's
+
+
+def test_nccl_runs_of_different_rank_counts_in_one_file_are_refused(tmp_path):
+    # the rank count was the union of the '#  Rank' lines: an 8-rank run's rows read as 16 ranks
+    ranks = "".join(f"#  Rank {r:2d} Group  0 Pid {r} on h device  0 [0x1a] H100\n" for r in range(16))
+    row = NCCL_ROW.format(size=8, count=2, w1=0, w2=0)
+    path = tmp_path / "two.txt"
+    path.write_text("# all_reduce_perf\n" + ranks[: ranks.index("#  Rank  8")] + row + "# all_reduce_perf\n" + ranks + row)
+    with pytest.raises(HcsimError, match=r"runs of different rank counts \('#  Rank 8' is listed 1 time\(s\), "
+                                         r"'#  Rank 0' 2\); one run per file"):
+        load_measured(path)
+    assert load_measured(path, ranks=16)["ranks"].tolist() == [16.0, 16.0]
+    path.write_text(("# all_reduce_perf\n" + ranks + row) * 2)  # the same run twice: its rows, 16 ranks
+    assert load_measured(path)["ranks"].tolist() == [16.0, 16.0]

@@ -23,6 +23,7 @@ line naming the file, the line and the column. What is an error and what is left
 
 from __future__ import annotations
 
+import collections
 import csv
 import itertools
 import math
@@ -279,7 +280,13 @@ def _nccl_binary(text, collective, src):
 def _nccl_ranks(text, ranks, src):
     if ranks is not None:  # a given count wins: an output may list only its own process's ranks
         return ranks
-    listed = {int(m.group(1)) for m in re.finditer(r"^#\s+Rank\s+([0-9]{1,9})\b", text, flags=re.M)}
+    times = collections.Counter(int(m.group(1)) for m in re.finditer(r"^#\s+Rank\s+([0-9]{1,9})\b", text, flags=re.M))
+    listed = set(times)
+    if len(set(times.values())) > 1:  # two runs pasted together, of different rank counts
+        fewest = min(times, key=lambda r: (times[r], r))
+        raise ConfigError(f"{src.name}: runs of different rank counts ('#  Rank {fewest}' is listed "
+                          f"{times[fewest]} time(s), '#  Rank 0' {times.get(0, 0)}); one run per file, or pass "
+                          "ranks= (--ranks) if every row ran on that many")
     if len(listed) > MAX_CALL_RANKS:
         raise ConfigError(f"{src.name}: lists {len(listed)} ranks ('#  Rank' lines); hcsim takes at most "
                           f"{MAX_CALL_RANKS} (hcsim.limits.MAX_CALL_RANKS)")
