@@ -191,8 +191,9 @@ def dask_client(workers=None, scheduler=None, *, flags: bool = False):
     host, port = scheduler.split("://", 1)[1].rsplit(":", 1)
     try:  # a refused or unroutable address fails here at once, not after Dask's retries
         socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ConfigError(f"{s_field} = {scheduler!r}: no Dask scheduler answers there ({exc.strerror or type(exc).__name__}; "
+    except OSError as exc:  # refused, unroutable, unknown host, timed out
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"{s_field} = {scheduler!r}: no Dask scheduler answers there ({why}; "
                           f"waited at most {CONNECT_TIMEOUT_S} s)") from None
     try:
         client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
