@@ -546,3 +546,10 @@ def test_nccl_runs_of_different_rank_counts_in_one_file_are_refused(tmp_path):
     assert load_measured(path, ranks=16)["ranks"].tolist() == [16.0, 16.0]
     path.write_text(("# all_reduce_perf\n" + ranks + row) * 2)  # the same run twice: its rows, 16 ranks
     assert load_measured(path)["ranks"].tolist() == [16.0, 16.0]
+
+
+def test_values_without_wide_says_so():
+    with pytest.raises(HcsimError, match=r"^columns values = 'time:us': only with wide="):
+        parse_columns("size=bytes,values=time:us")
+    with pytest.raises(HcsimError, match=r"^columns = 'none of them': exactly one of time="):
+        parse_columns("size=bytes,ranks=n")

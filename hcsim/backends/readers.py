@@ -236,12 +236,12 @@ def parse_columns(spec) -> ColumnMap:
     else:
         column, _unit = _with_unit("size", size, ("bytes",))
         kw.update(size=column, size_unit="bytes")
-    quantities = [k for k in ("time", "busbw", "algbw", "wide") if k in items]
-    if len(quantities) != 1:
-        raise bad_value("columns", ",".join(quantities) or "no time",
-                        f"exactly one of time=, busbw=, algbw= or wide= (where the measured values are); {GRAMMAR}")
     if "values" in items and "wide" not in items:
         raise bad_value("columns values", items["values"], "only with wide= (the values of the wide columns)")
+    quantities = [k for k in ("time", "busbw", "algbw", "wide") if k in items]
+    if len(quantities) != 1:
+        raise bad_value("columns", ",".join(quantities) or "none of them",
+                        f"exactly one of time=, busbw=, algbw= or wide= (where the measured values are); {GRAMMAR}")
     if "time" in items:
         kw["time"], kw["time_unit"] = _with_unit("time", items["time"], TIME_UNITS)
     for kind in ("busbw", "algbw"):
