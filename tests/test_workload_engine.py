@@ -242,3 +242,15 @@ def test_a_dtype_the_dma_cannot_reduce_goes_through_the_vector_core_as_in_simula
     slow = hcsim.simulate("atlas800t-a2", "allreduce", 8 << 20, "ring", dtype="int64").time_s
     fast = hcsim.simulate("atlas800t-a2", "allreduce", 8 << 20, "ring", dtype="int32").time_s
     assert slow > fast  # the check above compares something that differs
+
+
+def test_unknown_collective_is_refused_when_added():
+    """A misspelt collective is one line when the operation is added, not a KeyError at run time."""
+    from hcsim.errors import ConfigError
+    from hcsim.workload import Workload
+
+    w = Workload("typo")
+    comm = w.communicator("pair", [0, 1])
+    with pytest.raises(ConfigError, match="collective = 'allreduse': one of allreduce"):
+        w.collective("ar", comm, "allreduse", 1024)
+    assert w.ops == []

@@ -271,6 +271,10 @@ class Workload:
             comm = self.communicators[comm]
         if not isinstance(comm, Communicator):
             raise bad_value(f"op {name!r}: comm", comm, "a Communicator or a communicator's name")
+        from ..algorithms.schedule import COLLECTIVES
+
+        if not isinstance(collective, str) or collective not in COLLECTIVES:
+            raise bad_value(f"op {name!r}: collective", collective, "one of " + ", ".join(COLLECTIVES))
         if reduce_op not in REDUCE_OPS:
             raise bad_value(f"op {name!r}: reduce_op", reduce_op, "one of " + ", ".join(REDUCE_OPS))
         if dtype is not None:
