@@ -276,10 +276,13 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
     klass = None
     if fit == "bottleneck":
-        if len({n for _, n, _, _, _ in points}) < 2:  # one size: any split of its time between the two fits it
-            raise bad_value("measured sizes", sorted({n for _, n, _, _, _ in points}),
-                            "points at 2 sizes or more for fit='bottleneck' (it fits a per-step overhead and a "
-                            "link rate: one size cannot tell them apart)")
+        runs = {(c, n, k, a) for c, n, _, k, a in points}
+        if len(runs) < 2:  # one call, however often measured: any split of its time between the two fits it
+            (c, n, k, a), = runs
+            raise bad_value("measured points", f"{len(points)} of one call ({c}, {n} B"
+                            + (f", {k} ranks" if k else "") + ")",
+                            "points of 2 calls or more for fit='bottleneck', best a small and a large size (it "
+                            "fits a per-step overhead and a link rate: one call's time cannot tell them apart)")
         largest = int(np.argmax([n for _, n, _, _, _ in points]))
         shifts = {k: np.abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s)) - start)
                   for k in link_classes(topo)}
