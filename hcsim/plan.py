@@ -332,12 +332,10 @@ def _run_point(task: dict, out: dict) -> None:
             raise bad_value("tp", tp, f"a divisor of the {per} NPUs of one server (a TP group stays inside a "
                             "server, on HCCS)")
         if task["dp_auto"]:
-            if world % (tp * pp):
-                raise bad_value("dp", "auto", f"tp x pp = {tp * pp} does not divide the {world} NPUs")
-            layout["dp"] = world // (tp * pp)
+            layout["dp"] = _filled_dp(world, tp, pp)
         gb = task["global_batch"]
         if gb is not None:
-            dp = layout.get("dp", world // (tp * pp) if world % (tp * pp) == 0 else 0)
+            dp = layout["dp"] if "dp" in layout else _filled_dp(world, tp, pp)
             params = doc["workload"]["params"] = dict(doc["workload"].get("params") or {})
             if gen == "data_parallel":
                 if not dp or gb % dp:
@@ -371,6 +369,13 @@ def _run_point(task: dict, out: dict) -> None:
     out["algorithms"] = ", ".join(pairs)
     if task["collective"] is not None:
         out["collective_ms"] = collective_ms(times, task["collective"])
+
+
+def _filled_dp(world: int, tp: int, pp: int) -> int:
+    """dp of a job that fills the cluster (``world / (tp x pp)``), or why there is none."""
+    if world % (tp * pp):
+        raise bad_value("dp", "auto", f"tp x pp = {tp * pp} does not divide the {world} NPUs")
+    return world // (tp * pp)
 
 
 def collective_ms(op_times, collective: str) -> float:

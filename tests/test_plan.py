@@ -322,6 +322,11 @@ def test_global_batch_sets_micro_batches_or_is_invalid():
     assert df["status"].tolist() == ["ok", "ok", "invalid"]
     assert df["samples_per_step"].tolist()[:2] == [16, 16]
     assert df.loc[2, "reason"] == "global_batch = 16: a multiple of micro_batch x dp = 2 x 16"
+    # a topology parameter that changes the NPUs (6 per server) with tp x pp = 4: no dp, said so (was 'dp = 0')
+    df = plan({**LLM, "layout": {"tp": 2, "pp": 2}}, {"npus_per_server": [6, 8], "global_batch": [16]},
+              progress=False)
+    assert df["status"].tolist() == ["invalid", "ok"]
+    assert df.loc[0, "reason"] == "dp = 'auto': tp x pp = 4 does not divide the 6 NPUs"
 
 
 # ---- policy best ----------------------------------------------------------------------------
