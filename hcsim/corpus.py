@@ -264,8 +264,19 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         where no file compares algorithms). ``attrs["rows"]`` holds every system's rows and
         ``attrs["reports"]`` the calibration reports.
     """
+    from .errors import ConfigError, bad_value
+
+    if isinstance(systems, str):  # one name, not its characters (each of which matched nearly every system)
+        systems = [systems]
+    if systems is not None and (not isinstance(systems, (list, tuple, set, frozenset))
+                                or not all(isinstance(k, str) and k for k in systems)):
+        raise bad_value("systems", systems, "a list of non-empty strings (parts of system names), or None")
+    corpus = load_corpus(root)
+    if systems is not None and not any(k in s["system"] for s in corpus for k in systems):
+        raise ConfigError(f"systems = {sorted(systems)!r}: no system of the corpus names any of them; its systems: "
+                          + "; ".join(s["system"] for s in corpus))
     out, all_rows, reports = [], {}, {}
-    for s in load_corpus(root):
+    for s in corpus:
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
         rows, report = validate_system(s, algorithm, fit, regimes, **calibrate_kwargs)

@@ -96,3 +96,16 @@ def test_a_wide_table_without_its_mapping_says_which_mapping(tmp_path):
 
     with pytest.raises(HcsimError, match=r"columns='size=bytes,wide=algorithm,values=time:UNIT'"):
         load_measured(PUBLISHED / "openmpi_allreduce_ib_200nodes.csv", "allreduce", 200)
+
+
+def test_validate_corpus_systems_is_a_list_of_name_parts():
+    # a str was iterated character by character: "GB200" matched every system with a 'G', '2' or '0'
+    from hcsim.corpus import validate_corpus
+    from hcsim.errors import HcsimError
+
+    with pytest.raises(HcsimError, match=r"systems = \['Nonesuch'\]: no system of the corpus names any of them"):
+        validate_corpus(systems="Nonesuch")
+    with pytest.raises(HcsimError, match=r"systems = \[3\]: a list of non-empty strings"):
+        validate_corpus(systems=[3])
+    assert validate_corpus(systems="GB200")["system"].tolist() == [s for s in dict.fromkeys(e["system"] for e in CORPUS)
+                                                                   if "GB200" in s][:1]
