@@ -18,16 +18,21 @@ import time
 import pandas as pd
 
 from hcsim.corpus import format_corpus_table, overall, validate_corpus
+from hcsim.errors import HcsimError
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--system", action="append", help="only systems whose name contains this (repeatable)")
-    ap.add_argument("--fit", default=None, help="calibrate's fit (tiers, bottleneck; default: the corpus rule's)")
+    ap.add_argument("--fit", default=None, choices=("tiers", "bottleneck"),
+                    help="calibrate's fit (default: the corpus rule's, bottleneck)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}))
+    try:
+        df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}))
+    except HcsimError as e:
+        ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0
     print(format_corpus_table(df))
     o = overall(df)
