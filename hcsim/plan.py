@@ -481,6 +481,19 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
     ------
     HcsimError
         One line naming the axis (or argument), the value and what is allowed.
+
+    Examples
+    --------
+    An 8 MiB allreduce over one and over two servers of the A2 pod, without a target (the
+    answer is then the fastest point):
+
+    >>> doc = {"topology": "atlas900-a2-pod", "workload": {"communicators": {"w": "all"}, "ops": [
+    ...     {"kind": "collective", "name": "ar", "comm": "w", "collective": "allreduce", "size": "8M"}]}}
+    >>> df = plan(doc, {"servers": [1, 2]}, progress=False)
+    >>> df[["point", "servers", "npus", "status"]].values.tolist()
+    [[0, 1, 8, 'ok'], [1, 2, 16, 'ok']]
+    >>> df.attrs["answer"]["text"].startswith("fastest point: point 0, 1 server (8 NPUs)")
+    True
     """
     import pandas as pd
 
