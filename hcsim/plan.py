@@ -791,7 +791,7 @@ def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
     out = []
     points = 1
     for axis, values in space.items():
-        values = list(values) if isinstance(values, (list, tuple)) else [values]
+        values = _values(f"{label}.{axis}", values)
         if not values:
             raise bad_value(f"{label}.{axis}", values, "at least one value")
         if len(set(map(_same, values))) != len(values):
@@ -807,6 +807,21 @@ def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
         if other in space:
             raise bad_value(f"{label}.global_batch", space["global_batch"], f"not with {other} (it sets {other})")
     return out
+
+
+def _values(where: str, values) -> list:
+    """An axis's values as a list: a list, tuple, range or one-dimensional array (numpy,
+    pandas) in its order, or a single value; an unordered or one-shot collection is refused
+    (the points are numbered in the values' order)."""
+    import collections.abc as abc
+
+    if isinstance(values, (list, tuple, range)):
+        return list(values)
+    if getattr(values, "ndim", None) == 1 and callable(getattr(values, "tolist", None)):
+        return list(values.tolist())  # numpy's int64 becomes int
+    if isinstance(values, (abc.Set, abc.Mapping, abc.Iterator)):
+        raise bad_value(where, values, "a value or a list of values (in order: the points are numbered by it)")
+    return [values]
 
 
 def _same(value):

@@ -257,6 +257,13 @@ def test_odd_arguments_are_one_line_errors(tmp_path):
     with pytest.raises(HcsimError, match=r"^space\.roce_bandwidth_GBps = \[10, 10\.0\]: distinct values"):
         plan(LLM, {"roce_bandwidth_GBps": [10, 10.0]})
     assert plan(LLM, {"overlap_grad_reduce": [True, False]}, progress=False)["status"].tolist() == ["ok", "ok"]
+    # values as a range or an array are a list in their order; a set has no order
+    import numpy as np
+
+    df = plan(EXPLICIT, {"servers": np.arange(1, 3)}, progress=False)
+    assert df["servers"].tolist() == [1, 2] and plan(EXPLICIT, {"servers": range(1, 3)}, progress=False).equals(df)
+    with pytest.raises(HcsimError, match=r"^space\.servers = \{1, 2\}: a value or a list of values"):
+        plan(EXPLICIT, {"servers": {1, 2}})
 
 
 def test_collective_of_some_points_only():
