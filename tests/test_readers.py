@@ -553,3 +553,15 @@ def test_values_without_wide_says_so():
         parse_columns("size=bytes,values=time:us")
     with pytest.raises(HcsimError, match=r"^columns = 'none of them': exactly one of time="):
         parse_columns("size=bytes,ranks=n")
+
+
+def test_nccl_output_of_rank_0_alone_is_not_given_the_topologys_rank_count(tmp_path):
+    # one rank (or 16 separate one-rank runs of a build without MPI) was 'ranks unknown': the topology's count
+    rank0 = "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1a] H100\n"
+    row = NCCL_ROW.format(size=8, count=2, w1=0, w2=0)
+    path = tmp_path / "one.txt"
+    for copies, needle in ((1, r"lists one rank \('#  Rank 0' only\)"), (16, r"'#  Rank 0' only, 16 times")):
+        path.write_text(("# all_reduce_perf\n" + rank0 + row) * copies)
+        with pytest.raises(HcsimError, match=needle + r".*pass ranks= \(--ranks\)"):
+            load_measured(path)
+    assert load_measured(path, ranks=16)["ranks"].tolist() == [16.0] * 16

@@ -287,6 +287,10 @@ def _nccl_ranks(text, ranks, src):
         raise ConfigError(f"{src.name}: runs of different rank counts ('#  Rank {fewest}' is listed "
                           f"{times[fewest]} time(s), '#  Rank 0' {times.get(0, 0)}); one run per file, or pass "
                           "ranks= (--ranks) if every row ran on that many")
+    if listed == {0}:  # rank 0 alone: a one-GPU run, or separate one-rank runs (nccl-tests built without MPI)
+        raise ConfigError(f"{src.name}: lists one rank ('#  Rank 0' only{f', {times[0]} times' if times[0] > 1 else ''}"
+                          "): a run of one GPU, or separate one-GPU runs (nccl-tests built without MPI=1); "
+                          "hcsim needs 2 ranks or more: pass ranks= (--ranks) if the table is of that many")
     if len(listed) > MAX_CALL_RANKS:
         raise ConfigError(f"{src.name}: lists {len(listed)} ranks ('#  Rank' lines); hcsim takes at most "
                           f"{MAX_CALL_RANKS} (hcsim.limits.MAX_CALL_RANKS)")
