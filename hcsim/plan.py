@@ -428,8 +428,8 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
         ``collective``, ``price_per_npu_hour``, ``policy``) gives the defaults of the
         arguments below, checked as strictly.
     space : dict, optional
-        ``{axis: [values]}`` (a single value is a one-value list); replaces the file's space
-        as a whole. Points are the Cartesian product in the order the axes are given, the
+        ``{axis: [values]}`` (a list, tuple, range or one-dimensional array; a single value is
+        a one-value list); replaces the file's space as a whole. Points are the Cartesian product in the order the axes are given, the
         last axis varying fastest (``itertools.product``); ``point`` numbers them from 0.
         Axes: module docstring (:mod:`hcsim.plan`).
     target_step_ms : float, optional

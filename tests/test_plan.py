@@ -397,6 +397,9 @@ def test_cli_prints_table_and_answer_and_writes_csv(tmp_path, capsys):
 
 @pytest.mark.parametrize("argv, start", [
     (["--vary", "servers"], "hcsim: error: --vary = 'servers': AXIS=V1,V2"),
+    (["--vary", "servers=[1, 2"], "hcsim: error: --vary = 'servers=[1, 2': value '[1' is not YAML"),
+    (["--vary", "servers=[1, {]"], "hcsim: error: --vary = 'servers=[1, {]': '[1, {]' is not a YAML list"),
+    (["--vary", "servers=[1, 2]", "--vary", "bogus=[1]"], "hcsim: error: space.bogus = [1]: not an axis"),
     (["--vary", "foo=1"], "hcsim: error: space.foo = [1]: not an axis"),
     (["--vary", "tp=2", "--policy", "fast"], "hcsim: error: policy = 'fast': one of auto, best"),
     (["--vary", "tp=2", "--policy", ""], "hcsim: error: policy = '': one of auto, best"),  # not auto silently

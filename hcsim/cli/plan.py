@@ -23,7 +23,8 @@ def register(sub) -> None:
                        "cluster meeting a step-time target, the Pareto front of time against cost")
     p.add_argument("scenario", help="a scenario file (its plan: section gives the defaults)")
     p.add_argument("--vary", action="append", default=[], metavar="AXIS=V1,V2,...",
-                   help="an axis of the search space and its values (YAML each), repeatable; replaces the file's "
+                   help="an axis of the search space and its values (YAML each, or one YAML list [V1, V2]), "
+                   "repeatable; replaces the file's "
                    "space: servers, npus, tp, pp, dp (or auto), ep, global_batch, policy, a generator parameter "
                    "(micro_batches, grad_dtype, ...) or a topology parameter (oversubscription, "
                    "roce_bandwidth_GBps, ...)")
@@ -52,11 +53,13 @@ def register(sub) -> None:
 
 
 def parse_vary(items) -> dict | None:
-    """``--vary AXIS=V1,V2`` options as a space ``{axis: [values]}`` (each value read as YAML),
-    in the order given; None when there is none.
+    """``--vary AXIS=V1,V2`` (or ``AXIS=[V1, V2]``) options as a space ``{axis: [values]}``
+    (each value read as YAML), in the order given; None when there is none.
 
     >>> parse_vary(["servers=4,8", "grad_dtype=bf16,fp32", "dp=auto"])
     {'servers': [4, 8], 'grad_dtype': ['bf16', 'fp32'], 'dp': ['auto']}
+    >>> parse_vary(["servers=[4, 8]"])  # a YAML list says the same
+    {'servers': [4, 8]}
     """
     import yaml
 
@@ -70,6 +73,14 @@ def parse_vary(items) -> dict | None:
             raise HcsimError(f"--vary = {item!r}: AXIS=V1,V2,..., such as servers=4,8,16")
         if axis in space:
             raise HcsimError(f"--vary = {item!r}: axis {axis!r} given twice (list its values once)")
+        if text.strip().startswith("[") and text.strip().endswith("]"):  # a YAML list, servers=[4, 8]
+            try:
+                space[axis] = yaml.safe_load(text) if len(text) <= 100_000 else None
+            except yaml.YAMLError:
+                space[axis] = None
+            if not isinstance(space[axis], list):
+                raise HcsimError(f"--vary = {item!r}: {text.strip()!r} is not a YAML list (or write V1,V2,...)")
+            continue
         values = []
         for part in text.split(","):
             try:
