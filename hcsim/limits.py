@@ -41,6 +41,12 @@ MAX_FLOW_UPDATES = 200_000_000
 """Most flow-rate recomputations one event-driven run makes (the engine's work when contention
 spreads the finish times of many concurrent flows) before it stops with a one-line error."""
 
+MAX_JOB_OPS = 200_000
+"""Most operations one job (a :class:`~hcsim.workload.Workload`) plays without ``max_ops=``
+raised: the bound an explicit scenario already has (``MAX_SCENARIO_OPS``), now on generated
+workloads and API-built ones too (GPT-3 175B on 1,024 NPUs is 34,180; a tiny model with 65,536
+micro-batches generated 1.3M and played for minutes before this bound)."""
+
 MAX_MEASURED_BYTES = 16 << 20
 """Largest measured file read (16 MiB, read in a few seconds; a whole nccl-tests sweep is a few KiB)."""
 

@@ -81,7 +81,7 @@ _TOP_KEYS = {"name", "description", "topology", "servers", "layout", "model", "w
 _LAYOUT_KEYS = {*LAYOUT_AXES, "order"}
 _CONTEXT = {"topology", "layout", "model", "name", "compute_time"}
 """Generator arguments a scenario fills itself (not ``params``)."""
-_OPTION_KEYS = {"mode", "routing", "ecmp_seed", "hccl", "speed", "max_transfers", "max_flow_updates"}
+_OPTION_KEYS = {"mode", "routing", "ecmp_seed", "hccl", "speed", "max_transfers", "max_flow_updates", "max_ops"}
 _HCCL_KEYS = {"buffsize", "deterministic", "qps_per_connection", "expansion_mode"}
 _COMMON_OP_KEYS = {"kind", "name", "stream", "after"}
 _OP_KEYS = {
@@ -355,7 +355,7 @@ def _options(value, world: int) -> dict:
         out["routing"] = _one_of("options.routing", opts["routing"], ROUTING_POLICIES)
     if "ecmp_seed" in opts:
         out["ecmp_seed"] = _integer("options.ecmp_seed", opts["ecmp_seed"], 0, 2**32 - 1)
-    for key in ("max_transfers", "max_flow_updates"):
+    for key in ("max_transfers", "max_flow_updates", "max_ops"):
         if key in opts:
             out[key] = _integer(f"options.{key}", opts[key], 1, 10**12)
     if opts.get("hccl") is not None:

@@ -254,3 +254,20 @@ def test_unknown_collective_is_refused_when_added():
     with pytest.raises(ConfigError, match="collective = 'allreduse': one of allreduce"):
         w.collective("ar", comm, "allreduse", 1024)
     assert w.ops == []
+
+
+def test_max_ops_bounds_a_job_before_it_runs():
+    from hcsim.errors import WorkLimitError
+    from hcsim.scenario import load_scenario
+    from hcsim.workload import Workload, run
+
+    w = Workload("many")
+    for i in range(5):
+        w.compute(f"c{i}", [0, 1], 1e-6)
+    with pytest.raises(WorkLimitError, match="max_ops = 3: workload 'many' has 5 operations"):
+        run("atlas800t-a2", w, max_ops=3)
+    assert run("atlas800t-a2", w, max_ops=5).step_time_s == pytest.approx(5e-6)
+    s = load_scenario({"topology": "atlas800t-a2", "options": {"max_ops": 2}, "workload": {"repeat": 3, "ops": [
+        {"kind": "compute", "name": "c", "ranks": [0], "duration_us": 1}]}})
+    with pytest.raises(WorkLimitError, match="max_ops = 2"):
+        run(s.topology, s.workload, **s.options)

@@ -26,7 +26,7 @@ from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
-from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES, MAX_JOB_OPS
 from ..progress import check_progress, progress_bar
 from ..topology.io import load_topology
 from ..topology.model import ROUTING_POLICIES
@@ -40,7 +40,7 @@ _KIND = {Compute: "compute", Collective: "collective", SendRecv: "sendrecv", Rec
 
 def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int = 0,
         hccl: HcclConfig | None = None, speed=None, start_s=None, max_transfers: int = MAX_DES_TRANSFERS,
-        max_flow_updates: int = MAX_FLOW_UPDATES, progress=None) -> JobResult:
+        max_flow_updates: int = MAX_FLOW_UPDATES, progress=None, max_ops: int = MAX_JOB_OPS) -> JobResult:
     """Play ``workload`` (one training step, say) on ``topology``'s network.
 
     Parameters
@@ -62,6 +62,8 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         Work bound: the transfers of every collective together (refused before running).
     max_flow_updates : int
         Work bound of the event-driven run (:class:`~hcsim.errors.WorkLimitError`).
+    max_ops : int
+        Work bound: the operations of the workload (refused before anything is planned).
     progress : bool, optional
         A progress bar over the operations finished (:func:`hcsim.progress.progress_bar`;
         None: only on a terminal or in a notebook).
@@ -91,7 +93,8 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
     if hccl is not None and not isinstance(hccl, HcclConfig):
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
-    for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates)):
+    for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates),
+                    ("max_ops", max_ops)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise bad_value(name, v, "a positive integer")
     topo = load_topology(topology)
@@ -99,6 +102,10 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
     workload.check(world)
     if not workload.ops:
         raise bad_value("workload", workload.name, "at least one operation")
+    if len(workload.ops) > max_ops:
+        raise WorkLimitError(f"max_ops = {max_ops}: workload {workload.name!r} has {len(workload.ops):,} operations; "
+                             "use fewer (fewer micro-batches or layers, a generator's granularity='stage'), or "
+                             "raise max_ops (options.max_ops in a scenario)")
     if hccl is None and topo.product is not None:
         hccl = HcclConfig()
     check_progress(progress)
