@@ -156,12 +156,12 @@ def test_cli_topo_show_and_algos(tmp_path, capsys):
 
 def test_cli_select_prints_choice_best_candidates_and_crossovers(tmp_path, capsys):
     png, csv = tmp_path / "sel.png", tmp_path / "sel.csv"
-    assert main(["select", "--topology", "atlas900-a2-pod", "--servers", "4", "--op", "allgather", "-b", "8K",
-                 "-e", "32M", "-f", "8", "--plot", str(png), "--csv", str(csv)]) == 0
+    assert main(["select", "--topology", "atlas900-a2-pod", "--servers", "4", "--op", "allgather", "-b", "16K",
+                 "-e", "64M", "-f", "16", "--plot", str(png), "--csv", str(csv)]) == 0
     out = capsys.readouterr().out
     assert "hccl_choice" in out and "slowdown" in out and "# crossovers" in out
     df = pd.read_csv(csv)
-    assert list(df["size_bytes"]) == [8192, 65536, 524288, 4194304, 33554432]
+    assert list(df["size_bytes"]) == [16384, 262144, 4194304, 67108864]  # 64M: 2 MB per rank, the pipeline
     assert (df["slowdown"] >= 1 - 1e-12).all()
     assert (df["hccl_choice"].iloc[-1], df["hccl_choice"].iloc[0]) == ("pipeline", "mesh/nhr")  # m = 4: NHR
     assert png.stat().st_size > 5000

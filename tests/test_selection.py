@@ -21,9 +21,9 @@ A2 = (8,) * 16
     ("910B", "allreduce", 8 << 10, A2, "mesh/nhr"),           # cost comparison, m = 16 >= 4 -> NHR
     ("910B", "allreduce", 8 << 10, (8,) * 2, "mesh/ring"),    # m = 2: ring and NHR tie -> ring
     ("910B", "allreduce", 8 << 10, (8,) * 3, "mesh/ring"),    # m = 3: tie again
-    ("910B", "allgather", 2 << 20, A2, "pipeline"),           # >= 2 MB with mesh level 0
-    ("910B", "allgather", (2 << 20) - 1, A2, "mesh/nhr"),
-    ("910B", "reducescatter", 64 << 20, A2, "pipeline"),
+    ("910B", "allgather", 256 << 20, A2, "pipeline"),         # >= 2 MB per rank (128 ranks), mesh level 0
+    ("910B", "allgather", (256 << 20) - 128, A2, "mesh/nhr"),
+    ("910B", "reducescatter", 256 << 20, A2, "pipeline"),
     ("910B", "allreduce", 128 << 20, A2, "pipeline"),         # 128 MB / 128 ranks = 1 MB per rank
     ("910B", "allreduce", (128 << 20) - 128, A2, "mesh/nhr"), # just under 1 MB per rank
     ("910B", "allreduce", 1 << 36, (8,) * 1600, "mesh/hd"),   # pipeline would need > 65535 contexts
@@ -46,8 +46,8 @@ def test_default_selection_rules(product, coll, size, servers, expected):
 
 def test_deterministic_turns_off_the_reduce_pipelines():
     cfg = HcclConfig(deterministic=True)
-    assert select_algorithm("910B", "reducescatter", 64 << 20, A2, config=cfg)[0] == "mesh/nhr"
-    assert select_algorithm("910B", "allgather", 64 << 20, A2, config=cfg)[0] == "pipeline"
+    assert select_algorithm("910B", "reducescatter", 256 << 20, A2, config=cfg)[0] == "mesh/nhr"
+    assert select_algorithm("910B", "allgather", 256 << 20, A2, config=cfg)[0] == "pipeline"
 
 
 def test_hccl_algo_constrains_level1():

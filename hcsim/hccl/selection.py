@@ -28,7 +28,10 @@ SELECTION_ALPHA_s = 60e-6
 RDMA_PLAN_Bps = {"910A": 12.5e9 * 0.8, "910B": 25.0e9 * 0.8, "910_93": 25.0e9 * 0.8}
 """Level-1 bandwidth per NPU HCCL plans with (device_capacity.cc; FACTS s4)."""
 PIPELINE_MIN_BYTES = 2 << 20
-"""Pipeline for RS/AG from 2 MB without RDMA-Lite (32 KB with it) (FACTS s3)."""
+"""Pipeline for RS/AG from 2 MB without RDMA-Lite (32 KB with it) (FACTS s3), compared with the
+per-rank size: HCCL passes count x dtype size, its per-rank count, to the threshold (hcomm
+all_gather_operator.cc / reduce_scatter_operator.cc SelectAlgfor910B -> AutoSelectAlgTypeLevel1 ->
+coll_alg_operator.cc GetDefaultAlgoLevel1V2), not nccl-tests' total (count x ranks)."""
 PIPELINE_AR_PER_RANK_BYTES = 1 << 20
 """AllReduce pipeline when size / (servers x NPUs per server) >= 1 MB (FACTS s3)."""
 LEVEL1_STAND_IN = {
@@ -41,6 +44,9 @@ LEVEL1_STAND_IN = {
     ("gather", "hd"): ("ring", "HCCL gathers with a ring template (coll_comm_executor.cc)"),
 }
 """Level-1 algorithms HCCL may select that hcsim has no schedule for, and what runs instead."""
+A3_RING_MAX_SERVERS = 8
+"""HCCL_INTER_SERVER_RING_ALGO_MAX_SUPPORT_SERVER_NUM (hcomm common.h): from 8 servers the V1
+default is H-D_R."""
 PIPELINE_MAX_CONTEXTS = 65535
 """More pipeline contexts than this falls back to H-D_R (all_reduce_operator.cc; FACTS s3)."""
 
@@ -240,16 +246,30 @@ def _default_level1(product, collective, nbytes, n_servers, local, level0, confi
         if n_servers & (n_servers - 1):
             return "ring", "910A: server count not a power of two -> ring (FACTS s3)"
         return "hd", "910A: server count a power of two -> H-D_R (FACTS s3)"
+    if product == "910_93":
+        # A3 never takes GetDefaultAlgoLevel1V2 (no level-1 pipeline, no cost comparison): hcomm
+        # alg_configurator.cc marks the level-1 default adaptive for 910B only and gives A3
+        # GetDefaultAlgoLevel1V1 (H-D_R from 8 servers or a power of two, else ring; H-D_R -> NHR on
+        # 910_93); SelectAlgfor91093 (all_gather/reduce_scatter/all_reduce_operator.cc) has no
+        # level-1 pipeline executor
+        if n_servers >= A3_RING_MAX_SERVERS or n_servers & (n_servers - 1) == 0:
+            return "nhr", "A3 default level 1: >= 8 servers or a power of two: H-D_R, run as NHR on 910_93 " \
+                          "(alg_configurator.cc GetDefaultAlgoLevel1V1)"
+        return "ring", "A3 default level 1: < 8 servers, not a power of two: ring (alg_configurator.cc " \
+                       "GetDefaultAlgoLevel1V1)"
     # hcsim's estimate of the pipeline's task contexts: 5(L-1)+8 per step (CalcContextNumForPipeline,
     # read through a mirror of hcomm), one step per server
     contexts = (5 * (local - 1) + 8) * n_servers
-    pipeline_ok = product in ("910B", "910_93") and local > 1 and level0 == "mesh"
+    pipeline_ok = product == "910B" and local > 1 and level0 == "mesh"
     wants = None
-    if pipeline_ok and collective == "allgather" and nbytes >= PIPELINE_MIN_BYTES:
-        wants = "AllGather >= 2 MB, mesh level 0, > 1 NPU per server: pipeline (FACTS s3)"
-    if (pipeline_ok and collective == "reducescatter" and nbytes >= PIPELINE_MIN_BYTES
+    # nbytes is nccl-tests' total for AG/RS (count x ranks); HCCL's threshold takes the per-rank
+    # count x dtype size (all_gather_operator.cc / reduce_scatter_operator.cc SelectAlgfor910B)
+    per_rank = nbytes / (n_servers * local)
+    if pipeline_ok and collective == "allgather" and per_rank >= PIPELINE_MIN_BYTES:
+        wants = "AllGather >= 2 MB per rank, mesh level 0, > 1 NPU per server: pipeline (FACTS s3)"
+    if (pipeline_ok and collective == "reducescatter" and per_rank >= PIPELINE_MIN_BYTES
             and not config.deterministic):
-        wants = "ReduceScatter >= 2 MB, mesh level 0, non-deterministic: pipeline (FACTS s3)"
+        wants = "ReduceScatter >= 2 MB per rank, mesh level 0, non-deterministic: pipeline (FACTS s3)"
     if (pipeline_ok and collective == "allreduce" and not config.deterministic
             and nbytes / (n_servers * local) >= PIPELINE_AR_PER_RANK_BYTES):
         wants = "AllReduce size/(servers x NPUs) >= 1 MB: pipeline (FACTS s3)"
@@ -258,8 +278,6 @@ def _default_level1(product, collective, nbytes, n_servers, local, level0, confi
     if wants:
         return "pipeline", wants
     name, _ = _level1_cost_choice(collective, nbytes, n_servers, local, product, config.buffer_bytes)
-    if product == "910_93" and name == "hd":
-        name = "nhr"  # A3 forces level-1 HD to NHR (FACTS s3)
     return name, f"cost comparison (coll_alg_operator.cc GetDefaultAlgoLevel1V2): {name}"
 
 
