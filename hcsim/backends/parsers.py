@@ -466,6 +466,21 @@ def _commented_header(text, before: int, width: int):
     return None
 
 
+def _row_cells(src, number: int, cells: list, header: list, header_line: int):
+    """A data row's cells matched to ``header``: empty cells past its end (trailing separators)
+    dropped; None for the header repeated (left out, and said); a one-line error for a row of
+    another width."""
+    while len(cells) > len(header) and cells[-1] == "":
+        cells = cells[:-1]
+    if cells == header:
+        src.leave_out(number, "the header again")
+        return None
+    if len(cells) != len(header):
+        raise ConfigError(f"{src.at(number)}: {len(cells)} cells; the header (line {header_line}) has "
+                          f"{len(header)} (a truncated or ragged row)")
+    return cells
+
+
 def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     records = _csv_records(text, src)
     first = next(records, None)
@@ -500,14 +515,9 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     index = {h: i for i, h in enumerate(header) if h}
     rows = []
     for number, cells in records:
-        while len(cells) > len(header) and cells[-1] == "":  # trailing separators
-            cells = cells[:-1]
-        if cells == header:
-            src.leave_out(number, "the header again")
+        cells = _row_cells(src, number, cells, header, header_line)
+        if cells is None:
             continue
-        if len(cells) != len(header):
-            raise ConfigError(f"{src.at(number)}: {len(cells)} cells; the header (line {header_line}) has "
-                              f"{len(header)} (a truncated or ragged row)")
 
         def at(col, _number=number):
             return src.at(_number, index[col] + 1, col)

@@ -32,6 +32,7 @@ from .parsers import (
     _csv_records,
     _lines,
     _rank_count,
+    _row_cells,
     _size,
     _Source,
     _time,
@@ -404,13 +405,6 @@ def _split_header(records, comments, src: _Source):
                       "(a plain or '#' header line just above the data)")
 
 
-def _drop_trailing(header: list[str], cells: list[str]) -> list[str]:
-    """A row's cells with empty cells past the header's end dropped (trailing separators)."""
-    while len(cells) > len(header) and cells[-1] == "":
-        cells = cells[:-1]
-    return cells
-
-
 # ---- OSU ---------------------------------------------------------------------------------
 
 _OSU_TIME = re.compile(r"(?:(Avg|Min|Max|P\d+(?:\.\d+)?)\s*(?:Tail\s*)?)?Lat(?:ency)?\s*\((us|ms|s|ns)\)", re.I)
@@ -631,13 +625,9 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
     elem = DTYPES[cmap.dtype].size_bytes if cmap.size_unit == "count" else 1
     out = []
     for number, cells in rows:
-        cells = _drop_trailing(header, cells)
-        if cells == header:
-            src.leave_out(number, "the header again")
+        cells = _row_cells(src, number, cells, header, header_line)
+        if cells is None:
             continue
-        if len(cells) != len(header):
-            raise ConfigError(f"{src.at(number)}: {len(cells)} cells; the header (line {header_line}) has "
-                              f"{len(header)} (a truncated or ragged row)")
 
         def at(i, _number=number):
             return src.at(_number, i + 1, header[i])
