@@ -56,6 +56,13 @@ def _writable(path, flag: str) -> None:
         raise HcsimError(f"{flag} = {str(path)!r}: a picture file ending " + ", ".join(PLOT_FORMATS))
 
 
+def _write_csv(df, path) -> None:
+    """Write ``df`` (no index) to ``path`` when one was given (already checked by :func:`_writable`)."""
+    if path:
+        df.to_csv(path, index=False)
+        print(f"# rows written to {path}")
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with hcsim's one-line errors (``hcsim: error: ...``, exit status 2)."""
 
@@ -265,9 +272,7 @@ def _cmd_sweep(a) -> int:
                    max_transfers=a.max_transfers, max_flow_updates=a.max_flow_updates, client=client,
                    progress=a.progress)
     print(format_sweep(df, topo.name), end="")
-    if a.csv:
-        df.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(df, a.csv)
     if a.plot:
         from ..plot import plot_sweep
 
@@ -309,9 +314,7 @@ def _cmd_select(a) -> int:
                     hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers,
                     max_flow_updates=a.max_flow_updates, client=client, progress=a.progress)
     print(format_select(df), end="")
-    if a.csv:
-        df.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(df, a.csv)
     if a.plot:
         from ..plot import plot_select
 
@@ -403,9 +406,7 @@ def _validate_on_hardware(a) -> int:
 
 
 def _validation_outputs(df, a) -> None:
-    if a.csv:
-        df.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(df, a.csv)
     if a.plot:
         from ..plot import plot_validation
 
@@ -446,9 +447,7 @@ def _cmd_measure(a) -> int:
         df = backend.run(a.op, sizes, a.algo, a.ranks, a.iterations)
         where = f"this machine ({a.backend})"
     print(format_sweep(df, where), end="")
-    if a.csv:
-        df.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(df, a.csv)
     return 0
 
 
@@ -599,9 +598,7 @@ def _cmd_run(a) -> int:
     sc = load_scenario(a.scenario, servers=a.servers, overrides=_settings(a.set))
     result = run(sc.topology, sc.workload, **sc.options, progress=a.progress)
     print(_format_job(sc, result, a.max_rows), end="")
-    if a.csv:
-        result.ops.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(result.ops, a.csv)
     if a.trace:
         from ..workload.trace import write_chrome_trace
 

@@ -96,7 +96,7 @@ def command(a) -> int:
 
     from ..parallel import dask_client
     from ..plan import plan
-    from . import PLOT_FORMATS, _settings, _writable
+    from . import PLOT_FORMATS, _settings, _writable, _write_csv
 
     _writable(a.csv, "--csv")
     _writable(a.plot, "--plot")
@@ -112,9 +112,7 @@ def command(a) -> int:
     took = time.perf_counter() - start
     print(format_plan(df), end="")
     print(f"# {len(df)} points in {took:.1f} s")
-    if a.csv:
-        df.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(df, a.csv)
     drawable = bool((df["status"] == "ok").any())  # the plan's answer stands without its pictures
     for flag, path in (("--plot", a.plot), ("--plot-scaling", a.plot_scaling)):
         if path and not drawable:

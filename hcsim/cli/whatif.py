@@ -42,7 +42,7 @@ def register(sub) -> None:
 
 
 def command(a) -> int:
-    from . import _settings, _writable
+    from . import _settings, _writable, _write_csv
 
     _writable(a.csv, "--csv")
     _writable(a.plot, "--plot")
@@ -74,9 +74,7 @@ def command(a) -> int:
                                progress=a.progress, **options)
         title = f"{a.op} {a.size} on {topo.name}"
     print(format_whatif(df, title), end="")
-    if a.csv:
-        df.to_csv(a.csv, index=False)
-        print(f"# rows written to {a.csv}")
+    _write_csv(df, a.csv)
     if a.plot:
         from ..plot_plan import plot_whatif
 
