@@ -114,8 +114,9 @@ KERNEL_PAIRS = 4096
 KERNEL_AFTER_CALLS = 256
 """After this many calls in one process every problem goes to the kernel, small ones too: a
 call costs about a dozen numpy calls per filling round, the kernel one dispatch (an A3
-broadcast selection study, 28,118 calls of about 900 pairs: 10.0 s to 7.9 s). Before that, a
-short run does not pay numba's import (about 0.4 s) for a few small problems."""
+broadcast selection study in one warm process, 28,118 calls of about 900 pairs: 10.0 s to
+7.3-7.5 s). Before that, a short run does not pay numba's start-up (about 0.3 s: the 64-server
+pod case took 0.77-0.81 s with it, 0.46 s without; docs/performance.md) for a few small problems."""
 
 _KERNEL = None  # None: not looked for yet; False: unavailable
 _CALLS = 0  # max_min_rates calls in this process
