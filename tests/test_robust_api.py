@@ -200,3 +200,46 @@ def test_sizes_below_one_byte_per_rank_are_refused_where_the_size_is_count_x_ran
 def test_a_sweep_in_which_nothing_runs_is_an_error():
     _one_line_error(lambda: hcsim.sweep(MESH, "allgather", ("1", "2")), "every point refused")
     _one_line_error(lambda: hcsim.simulate(MESH, "allreduce", 8, step_overhead_s=10**400), "step_overhead_s")
+
+
+# Workload API (independent fuzz run, issue 12): bad arguments are one HcsimError line naming the field,
+# never a TypeError from inside or a MemoryError from materialising the ranks.
+def _workload_with_comm():
+    from hcsim.workload import Workload
+
+    w = Workload()
+    w.communicator("c", [0, 1])
+    return w
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda w: w.communicator("d", float("nan")), "communicator 'd': ranks"),
+    (lambda w: w.communicator("d", None), "communicator 'd': ranks"),
+    (lambda w: w.communicator(["d"], [0, 1]), "communicator.name"),
+    (lambda w: w.communicator("d", range(10**12)), "communicator 'd': ranks"),
+    (lambda w: w.compute("f", range(10**12), 1e-3), "op 'f': ranks"),
+    (lambda w: w.record("r", iter(range(10**12)), "e", stream="comm"), "op 'r': ranks"),
+    (lambda w: w.collective("x", "c", "alltoallv", 0, send_matrix=[[0, "a"], [1, 0]]), "op 'x': send_matrix"),
+    (lambda w: w.collective("x", "c", "alltoallv", 0, send_matrix=3), "op 'x': send_matrix"),
+    (lambda w: w.collective("x", "c", "alltoallv", 0, send_matrix=[[0, 1.5], [1, 0]]), "op 'x': send_matrix"),
+    (lambda w: w.collective("x", "c", "allreduce", 2**63), "op 'x': size_bytes"),
+    (lambda w: w.collective("x", "c", "allreduce", 1024, algorithm=3j), "op 'x': algorithm"),
+    (lambda w: w.collective("x", "c", "allreduce", 1024, algorithm="nope"), "op 'x': algorithm"),
+    (lambda w: w.collective("x", "c", "broadcast", 1024, root="1"), "op 'x': root"),
+    (lambda w: w.collective("x", "c", "broadcast", 1024, root=2), "op 'x': root"),
+    (lambda w: w.collective("x", "c", "allreduce", 1024, reduce_op=["sum"]), "op 'x': reduce_op"),
+    (lambda w: w.send("s", 0, 1, 2**63), "op 's': size_bytes"),
+    (lambda w: w.compute("f", [0], 1e-3, stream=["x"]), "op 'f': stream"),
+])
+def test_bad_workload_arguments_are_one_line_errors(call, field):
+    _one_line_error(lambda: call(_workload_with_comm()), field)
+
+
+def test_workload_arguments_that_are_fine_still_run():
+    from hcsim.workload import run
+
+    w = _workload_with_comm()
+    w.collective("a", "c", "alltoallv", 0, send_matrix=np.array([[0, 8], [16, 0]]), algorithm="pairwise")
+    w.collective("b", "c", "broadcast", 4096, root=np.int64(1), algorithm=None)
+    w.send("s", np.int64(0), 1, 2048)
+    assert run(MESH, w).step_time_s > 0

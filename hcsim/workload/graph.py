@@ -27,11 +27,12 @@ Data-parallel gradient AllReduce on its own stream, overlapped with backward com
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError, bad_value
+from ..errors import ConfigError, HcsimError, bad_value
 
 COMPUTE_STREAM = "compute"
 """Default stream of compute tasks."""
@@ -50,10 +51,16 @@ def _name(field_name: str, value) -> str:
 
 
 def _ranks(field_name: str, ranks, world: int | None = None) -> tuple[int, ...]:
+    from ..limits import MAX_NPUS
+
+    if isinstance(ranks, (str, bytes)):
+        raise bad_value(field_name, ranks, "a list of rank numbers")
     try:
-        out = tuple(ranks)
+        out = tuple(itertools.islice(ranks, MAX_NPUS + 1))  # range(10**12) is refused, not materialised
     except TypeError:
         raise bad_value(field_name, ranks, "a list of rank numbers") from None
+    if len(out) > MAX_NPUS:
+        raise bad_value(field_name, f"more than {MAX_NPUS} ranks", f"at most {MAX_NPUS} rank numbers (hcsim.limits.MAX_NPUS)")
     for r in out:
         if not isinstance(r, numbers.Integral) or isinstance(r, bool) or r < 0 or (world is not None and r >= world):
             allowed = f"rank numbers from 0 to {world - 1}" if world is not None else "rank numbers >= 0"
@@ -64,6 +71,31 @@ def _ranks(field_name: str, ranks, world: int | None = None) -> tuple[int, ...]:
     if len(set(out)) != len(out):
         raise bad_value(field_name, ranks, "distinct ranks (one rank appears twice)")
     return out
+
+
+def _byte_count(field_name: str, value) -> int:
+    from ..limits import MAX_SIZE_BYTES
+
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not 0 <= value <= MAX_SIZE_BYTES:
+        raise bad_value(field_name, value, f"a whole byte count from 0 to {MAX_SIZE_BYTES} (1 PiB)")
+    return int(value)
+
+
+def _check_algorithm(name: str, collective: str, algorithm) -> None:
+    """``algorithm`` is None, ``"auto"``, a callable or a name :func:`get_algorithm` knows."""
+    if algorithm is None or (isinstance(algorithm, str) and algorithm == "auto") or callable(algorithm):
+        return
+    from ..algorithms.registry import AlgorithmSpec, get_algorithm
+
+    if isinstance(algorithm, AlgorithmSpec):
+        return
+    if not isinstance(algorithm, str):
+        raise bad_value(f"op {name!r}: algorithm", algorithm,
+                        "an algorithm name (hcsim algos), 'auto', None (hcsim's default) or a callable")
+    try:
+        get_algorithm(collective, algorithm)
+    except HcsimError as exc:
+        raise ConfigError(f"op {name!r}: {exc}") from None
 
 
 def _seconds(field_name: str, value) -> float:
@@ -218,7 +250,8 @@ class Workload:
 
     def communicator(self, name: str, ranks) -> Communicator:
         """Add (or return the identical existing) communicator ``name`` over ``ranks``."""
-        comm = Communicator(name, tuple(ranks) if not isinstance(ranks, tuple) else ranks)
+        _name("communicator.name", name)
+        comm = Communicator(name, _ranks(f"communicator {name!r}: ranks", ranks))
         old = self.communicators.get(name)
         if old is not None and old != comm:
             raise bad_value("communicator", name, "a new name: it exists with other ranks")
@@ -275,25 +308,33 @@ class Workload:
 
         if not isinstance(collective, str) or collective not in COLLECTIVES:
             raise bad_value(f"op {name!r}: collective", collective, "one of " + ", ".join(COLLECTIVES))
-        if reduce_op not in REDUCE_OPS:
+        if not isinstance(reduce_op, str) or reduce_op not in REDUCE_OPS:
             raise bad_value(f"op {name!r}: reduce_op", reduce_op, "one of " + ", ".join(REDUCE_OPS))
         if dtype is not None:
             from ..dtypes import parse_dtype
 
             dtype = parse_dtype(dtype, f"op {name!r}: dtype")
-        if not isinstance(size_bytes, numbers.Integral) or isinstance(size_bytes, bool) or size_bytes < 0:
-            raise bad_value(f"op {name!r}: size_bytes", size_bytes, "a whole byte count >= 0")
-        matrix = None if send_matrix is None else tuple(tuple(int(x) for x in row) for row in send_matrix)
-        return self._add(Collective(name, stream, after, comm, collective, int(size_bytes), algorithm, root,
+        size_bytes = _byte_count(f"op {name!r}: size_bytes", size_bytes)
+        if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < comm.size:
+            raise bad_value(f"op {name!r}: root", root, f"a rank of communicator {comm.name!r}, 0 to {comm.size - 1}")
+        _check_algorithm(name, collective, algorithm)
+        matrix = None
+        if send_matrix is not None:
+            from ..api import _send_matrix
+
+            try:
+                checked = _send_matrix(send_matrix, comm.size)
+            except HcsimError as exc:
+                raise ConfigError(f"op {name!r}: {exc}") from None
+            matrix = tuple(tuple(int(x) for x in row) for row in checked)
+        return self._add(Collective(name, stream, after, comm, collective, size_bytes, algorithm, int(root),
                                     reduce_op, dtype, matrix))
 
     def send(self, name: str, src: int, dst: int, size_bytes: int, *, stream: str = COMM_STREAM,
              after=()) -> SendRecv:
         """Append a point-to-point message of ``size_bytes`` from rank ``src`` to ``dst``."""
         src, dst = _ranks(f"op {name!r}: src/dst", (src, dst))
-        if not isinstance(size_bytes, numbers.Integral) or isinstance(size_bytes, bool) or size_bytes < 0:
-            raise bad_value(f"op {name!r}: size_bytes", size_bytes, "a whole byte count >= 0")
-        return self._add(SendRecv(name, stream, after, src, dst, int(size_bytes)))
+        return self._add(SendRecv(name, stream, after, src, dst, _byte_count(f"op {name!r}: size_bytes", size_bytes)))
 
     def record(self, name: str, ranks, event: str, *, stream: str) -> RecordEvent:
         """Append ``aclrtRecordEvent(event, stream)`` on each of ``ranks``."""
