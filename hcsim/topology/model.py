@@ -586,6 +586,10 @@ class _Compiled:
         self.paths = PathStore()
         self._search = SearchCache(self.out_adj, self.in_adj)
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
+        # Per-link and per-resource figures as Python lists: a route reads a few of each.
+        self._link_lat = [s.latency_s for s in specs]
+        self._link_inline = [s.inline_reduce for s in specs]
+        self._caps = self.capacity_Bps.tolist()
 
     def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
               pair: bool = False) -> tuple[int, ...]:
@@ -606,8 +610,9 @@ class _Compiled:
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
         link_paths = self._search.all_shortest_paths(src, dst, MAX_PATHS)
+        lat_of = self._link_lat.__getitem__
         if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
-            lats = [sum(self.link_specs[li].latency_s for li in lp) for lp in link_paths]
+            lats = [sum(map(lat_of, lp)) for lp in link_paths]
             best = min(lats)
             link_paths = [lp for lp, lat in zip(link_paths, lats, strict=True) if lat <= best * (1 + 1e-12)]
         if not link_paths:
@@ -617,21 +622,19 @@ class _Compiled:
         if policy == "ecmp":
             link_paths = ([link_paths[ecmp_index(src, dst, len(link_paths), seed)]] if len(link_paths) == 1 or qps == 1
                           else [link_paths[ecmp_index(src, dst, len(link_paths), seed * 64 + q)] for q in range(qps)])
+        # Resources each path adds at its ends, in the order a path lists them.
+        head = [self.tx_res[src]] if src in self.tx_res else []
+        tail = [self.rx_res[dst]] if dst in self.rx_res else []
+        tail += [self.engine_res[end] for end in (src, dst) if end in self.engine_res]
+        if pair:
+            tail += [self.exchange_res[end] for end in (src, dst) if end in self.exchange_res]
+        inline_of, cap_of = self._link_inline.__getitem__, self._caps.__getitem__
         ids = []
         for lp in link_paths:
-            res = list(lp)
-            if src in self.tx_res:
-                res.insert(0, self.tx_res[src])
-            if dst in self.rx_res:
-                res.append(self.rx_res[dst])
-            for end in (src, dst):
-                if end in self.engine_res:
-                    res.append(self.engine_res[end])
-            if pair:
-                res += [self.exchange_res[end] for end in (src, dst) if end in self.exchange_res]
-            lat = float(sum(self.link_specs[li].latency_s for li in lp))
-            inline = bool(lp) and all(self.link_specs[li].inline_reduce for li in lp)
-            bottleneck = float(self.capacity_Bps[res].min())
+            res = head + list(lp) + tail
+            lat = float(sum(map(lat_of, lp)))
+            inline = bool(lp) and all(map(inline_of, lp))
+            bottleneck = float(min(map(cap_of, res)))
             ids.append(self.paths.add(res, lat, inline, bottleneck))
         out = tuple(ids)
         self._routes[key] = out

@@ -68,98 +68,218 @@ def all_shortest_paths(out_adj, in_adj, src: int, dst: int, max_paths: int = MAX
 
 class _Side:
     """BFS layers from one node over one adjacency (forward: out-links; backward: in-links),
-    grown on demand: ``layers[k]`` the sorted nodes at distance k, ``depth`` and ``ways`` (the
-    ``(node, link)`` one layer closer, in scan order) for every node reached, ``cost[k]`` the
-    links layer k's scan would read. Exactly what :func:`all_shortest_paths` grows, kept."""
+    grown on demand: ``layers[k]`` the sorted nodes at distance k (a tuple), ``sets[k]`` the
+    same as a set, ``cost[k]`` the links layer k's scan would read (the sum of its nodes'
+    degrees), ``seen`` every node reached. The ways into a node (the ``(node, link)`` one
+    layer closer) are read back from the other adjacency when a walk needs them, so a side
+    holds only node numbers."""
 
-    __slots__ = ("start", "adj", "layers", "depth", "ways", "cost", "walk_cache")
+    __slots__ = ("start", "nbrs", "deg", "back", "forward", "layers", "sets", "cost", "seen", "walk_cache")
 
-    def __init__(self, start: int, adj):
+    def __init__(self, start: int, nbrs, deg, back, forward: bool):
         self.start = start
-        self.adj = adj
-        self.layers = [[start]]
-        self.depth = {start: 0}
-        self.ways = {start: []}
-        self.cost = [len(adj[start])]
+        self.nbrs, self.deg, self.back, self.forward = nbrs, deg, back, forward
+        self.layers = [(start,)]
+        self.sets = [{start}]
+        self.cost = [deg[start]]
+        self.seen = {start}
         self.walk_cache: dict = {}
 
-    def meet(self, k: int, other: _Side, j: int) -> list:
-        """Nodes of layer k that ``other`` reached within j layers, in layer order (sorted)."""
-        front = self.layer(k)
-        if sum(len(x) for x in other.layers[:j + 1]) < len(front):  # scan the smaller side
-            depth = self.depth
-            return sorted(v for lay in other.layers[:j + 1] for v in lay if depth.get(v) == k)
-        depth = other.depth
-        return [v for v in front if depth.get(v, j + 1) <= j]
+    def layer(self, k: int) -> tuple:
+        """Layer ``k`` (grown, with its set and cost, if not yet)."""
+        while len(self.layers) <= k:
+            self.grow()
+        return self.layers[k]
 
-    def walks(self, node: int, limit: int) -> list:
-        """:func:`_walks` from ``node`` back to this side's start (cached)."""
+    def grow(self) -> int:
+        """Add the next layer; returns how many nodes it holds."""
+        reach: set = set()
+        for u in self.layers[-1]:
+            reach.update(self.nbrs[u])
+        new = reach.difference(self.seen)
+        self.seen |= new
+        lay = tuple(sorted(new))
+        self.layers.append(lay)
+        self.sets.append(new)
+        deg = self.deg
+        self.cost.append(sum([deg[v] for v in lay]))
+        return len(lay)
+
+    def walks(self, node: int, depth: int, limit: int) -> list:
+        """The first ``limit`` shortest walks between this side's start and ``node`` (at
+        ``depth``), as link tuples in travel order (start first on a forward side, ``node``
+        first on a backward one), cached. Depth first from ``node``, each step's ways in the
+        order of the node one layer closer (as the search recorded them)."""
         key = (node, limit)
         hit = self.walk_cache.get(key)
         if hit is None:
-            hit = self.walk_cache[key] = _walks(node, self.start, self.ways, limit)
+            hit = _walks_back(node, depth, self.back, self.sets, limit)
+            if self.forward:
+                hit = [w[::-1] for w in hit]
+            self.walk_cache[key] = hit
         return hit
 
-    def layer(self, k: int) -> list:
-        while len(self.layers) <= k:
-            front = self.layers[-1]
-            nxt = _grow_layer(front, self.adj, self.ways) if front else []
-            d = len(self.layers)
-            for v in nxt:
-                self.depth[v] = d
-            self.layers.append(nxt)
-            self.cost.append(sum(len(self.adj[u]) for u in nxt))
-        return self.layers[k]
+
+def _ways(v: int, k: int, back, sets) -> list:
+    """The ways into ``v`` (at depth ``k`` >= 1) from layer ``k - 1``: ``(node, link)`` sorted
+    by node (stable, so parallel links keep their adjacency order)."""
+    prev = sets[k - 1]
+    ways = [w for w in back[v] if w[0] in prev]
+    if len(ways) > 1:
+        ways.sort(key=_first)
+    return ways
+
+
+def _first(way):
+    return way[0]
+
+
+def _walks_back(node: int, depth: int, back, sets, limit: int) -> list:
+    """:func:`_walks` over the ways :func:`_ways` reads back: from ``node`` at ``depth`` to
+    layer 0, as tuples of links in walk order."""
+    if depth == 0:
+        return [()]
+    out, links = [], []
+    frames = [iter(_ways(node, depth, back, sets))]
+    while frames:
+        step = next(frames[-1], None)
+        if step is None:
+            frames.pop()
+            if links:
+                links.pop()
+            continue
+        v, link = step
+        links.append(link)
+        k = depth - len(links)
+        if k == 0:
+            out.append(tuple(links))
+            links.pop()
+            if len(out) >= limit:
+                break
+        else:
+            frames.append(iter(_ways(v, k, back, sets)))
+    return out
 
 
 class SearchCache:
     """Per-node BFS layers shared by every route search from or to that node.
 
     A rank talks to a handful of peers per step and to the same ones again in later steps and
-    calls, so each node's layers are grown once instead of once per pair. The searches replay
-    :func:`all_shortest_paths` step for step (same growth order, same meeting layer, same path
-    order), so routes and ECMP choices are identical. At most ``max_nodes`` sides are kept
-    (oldest dropped first).
+    calls, so each node's layers are grown once instead of once per pair, and a pair's search
+    is then a few set intersections. The result is exactly :func:`all_shortest_paths`'s (the
+    same paths in the same order, so the same ECMP choices): see :meth:`all_shortest_paths`
+    for why. Sides are dropped oldest first beyond ``max_nodes`` per direction or
+    ``max_entries`` nodes reached over all sides (memory stays bounded on any fabric).
+
+    Parameters
+    ----------
+    out_adj, in_adj : list of list of (int, int)
+        As for :func:`all_shortest_paths`; the same links both ways round.
+    max_nodes : int
+        Most nodes whose layers are kept, per direction.
+    max_entries : int
+        Most reached nodes kept over all sides together (about 0.1 kB each).
     """
 
-    def __init__(self, out_adj, in_adj, max_nodes: int = 8192):
+    def __init__(self, out_adj, in_adj, max_nodes: int = 1 << 16, max_entries: int = 1 << 23):
         self.out_adj, self.in_adj = out_adj, in_adj
-        self.max_nodes = max_nodes
+        self.max_nodes, self.max_entries = max_nodes, max_entries
+        self._out_nbrs = [tuple(v for v, _ in a) for a in out_adj]
+        self._in_nbrs = [tuple(u for u, _ in a) for a in in_adj]
+        self._out_deg = [len(a) for a in out_adj]
+        self._in_deg = [len(a) for a in in_adj]
         self._fwd: dict[int, _Side] = {}
         self._bwd: dict[int, _Side] = {}
+        self._direct: dict[int, dict] = {}
+        self._entries = 0
 
-    def _side(self, table, node, adj) -> _Side:
+    def _side(self, node: int, forward: bool) -> _Side:
+        table = self._fwd if forward else self._bwd
         side = table.get(node)
         if side is None:
             if len(table) >= self.max_nodes:
-                del table[next(iter(table))]
-            side = table[node] = _Side(node, adj)
+                self._entries -= len(table.pop(next(iter(table))).seen)
+            if forward:
+                side = _Side(node, self._out_nbrs, self._out_deg, self.in_adj, True)
+            else:
+                side = _Side(node, self._in_nbrs, self._in_deg, self.out_adj, False)
+            table[node] = side
+            self._entries += 1
         return side
 
+    def _trim(self, keep: tuple) -> None:
+        """Drop the oldest sides but ``keep`` while more than ``max_entries`` nodes are held."""
+        for table in (self._fwd, self._bwd):
+            for node in list(table):
+                if self._entries <= self.max_entries:
+                    return
+                if table[node] not in keep:
+                    self._entries -= len(table.pop(node).seen)
+
+    def _direct_link(self, src: int, dst: int):
+        """The one link src -> dst, or None (none, or parallel links)."""
+        links = self._direct.get(src)
+        if links is None:
+            links = {}
+            for v, link in self.out_adj[src]:
+                links[v] = None if v in links else link
+            self._direct[src] = links
+        return links.get(dst)
+
     def all_shortest_paths(self, src: int, dst: int, max_paths: int = MAX_PATHS):
-        """As :func:`all_shortest_paths` (the same list, in the same order)."""
+        """As :func:`all_shortest_paths` (the same list, in the same order).
+
+        That search grows the side whose next layer is cheaper (forward on a tie) until the
+        new layer meets the other side, at forward depth i and backward depth j with
+        i + j = d, the distance; before that no layer of one side met any of the other, so
+        the meeting nodes are exactly forward layer i intersected with backward layer j
+        (a node of the new layer also reached earlier by the other side would have a
+        neighbour one layer back that met even earlier). So the same growth order over
+        kept layers, one set intersection per step, finds the same meeting layer and nodes;
+        the paths are then, for each meeting node in index order, its ways back to ``src``
+        times its ways on to ``dst``, each walked depth first in node order, as there. A
+        direct link is the only shortest path, found without a search.
+        """
         if src == dst:
             return [()]
-        f = self._side(self._fwd, src, self.out_adj)
-        b = self._side(self._bwd, dst, self.in_adj)
-        i = j = 0
-        while f.layer(i) and b.layer(j):
-            if f.cost[i] <= b.cost[j]:
+        link = self._direct_link(src, dst)
+        if link is not None:
+            return [(link,)]
+        f, b = self._side(src, True), self._side(dst, False)
+        f_sets, b_sets, f_cost, b_cost = f.sets, b.sets, f.cost, b.cost
+        i = j = added = 0
+        paths = []
+        while True:  # layer 0 of each side is its node
+            if f_cost[i] <= b_cost[j]:
                 i += 1
-                meet = f.meet(i, b, j)
+                if i == len(f_sets):
+                    added += f.grow()
             else:
                 j += 1
-                meet = b.meet(j, f, i)
-            if meet:
-                return _join(meet, f, b, max_paths)
-        return []
+                if j == len(b_sets):
+                    added += b.grow()
+            if not f_sets[i].isdisjoint(b_sets[j]):
+                paths = _join(sorted(f_sets[i] & b_sets[j]), i, j, f, b, max_paths)
+                break
+            if not f_sets[i] or not b_sets[j]:
+                break  # a side ran out: dst cannot be reached
+        if added:
+            self._entries += added
+            if self._entries > self.max_entries:
+                self._trim((f, b))
+        return paths
 
 
-def _join(meet, f: _Side, b: _Side, max_paths):
+def _join(meet, i: int, j: int, f: _Side, b: _Side, max_paths: int) -> list:
     paths = []
     for m in meet:
-        heads = [tuple(reversed(h)) for h in f.walks(m, max_paths)]
-        tails = [tuple(t) for t in b.walks(m, max_paths)]
+        heads = f.walks(m, i, max_paths)
+        tails = b.walks(m, j, max_paths)
+        if len(heads) == 1 and len(tails) == 1:
+            paths.append(heads[0] + tails[0])
+            if len(paths) >= max_paths:
+                return paths
+            continue
         for h, t in itertools.product(heads, tails):
             paths.append(h + t)
             if len(paths) >= max_paths:
