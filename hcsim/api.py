@@ -51,6 +51,8 @@ from .limits import (
     MAX_FLOW_UPDATES,
     MAX_SIZE_BYTES,
     MAX_SWEEP_SIZES,
+    MAX_WORK,
+    WORK_PER_INSTANT,
 )
 from .parallel import map_points
 from .progress import check_progress, progress_bar
@@ -85,7 +87,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
              hccl: HcclConfig | None = None, qps: int | None = None,
              max_transfers: int = MAX_DES_TRANSFERS, max_flow_updates: int = MAX_FLOW_UPDATES,
              count: int | None = None, dtype: str | None = None, reduce_op: str = "sum",
-             progress=None) -> Result:
+             progress=None, max_work: int | None = MAX_WORK) -> Result:
     """Simulate one collective call.
 
     Parameters
@@ -133,6 +135,13 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         :class:`~hcsim.errors.WorkLimitError` after this many flow-rate recomputations
         (:data:`hcsim.limits.MAX_FLOW_UPDATES`, about a minute on a 2-core machine);
         deterministic, so the same call always stops at the same point.
+    max_work : int or None
+        Work bound of the event-driven run, all its CCL-buffer loops together, in engine units
+        (:data:`hcsim.limits.WORK_PER_INSTANT` per event instant, step entry or contention-free step, 1 per
+        flow-rate update; about 1 us each on a 2-core machine): the run stops with a one-line
+        :class:`~hcsim.errors.WorkLimitError` once past it (:data:`hcsim.limits.MAX_WORK`, a few
+        seconds; deterministic). None: no bound but ``max_flow_updates``.
+        ``Result.config["work"]`` is what the run took.
     count : int, optional
         Elements instead of ``size`` (needs ``dtype``): the size is count x element size,
         times the ranks for allgather, reducescatter, scatter, gather and alltoall
@@ -166,7 +175,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     True
     """
     _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
-                record, verify, hccl, qps, max_transfers, max_flow_updates)
+                record, verify, hccl, qps, max_transfers, max_flow_updates, max_work)
     check_progress(progress)
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
@@ -205,10 +214,14 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
-        results = [simulate(topo, collective, size, c, **kw) for c in cands]
+        results = []
+        for c in cands:  # one work bound for the whole race
+            results.append(simulate(topo, collective, size, c, max_work=_left(max_work, results), **kw))
         best = min(results, key=lambda r: r.time_s)
         best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"
         best.config["candidates"] = {r.algorithm: r.time_s for r in results}
+        if mode == "des":
+            best.config["work"] = sum(r.config.get("work", 0) for r in results)
         return best
     if algorithm == "auto":
         check_collective(collective)
@@ -285,17 +298,22 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
     t = cfg.launch_overhead_s
     tables = None
-    instants = recomputes = updates = lone = 0
+    instants = recomputes = updates = lone = work = entries = 0
     total = sum(len(s.steps) for s, _ in schedules) if progress is not False else 0
     with progress_bar(total, f"{collective} {spec.name}", progress) as steps_bar:
         for i, (schedule, count) in enumerate(schedules):
             keep = args.p * len(schedule.steps) <= RECORD_LIMIT if record == "auto" else record
             run_cfg = dataclasses.replace(cfg, record=bool(keep),
-                                          launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0)
+                                          launch_overhead_s=cfg.launch_overhead_s if i == 0 else 0.0,
+                                          max_work=None if max_work is None else max_work - work)
             sim = FlowSimulator(topo, rank_nodes, schedule, run_cfg)
             if steps_bar.enabled:
                 sim.on_progress = _StepsDone(steps_bar)
-            elapsed = sim.run()
+            try:
+                elapsed = sim.run()
+            except WorkLimitError as exc:  # what the call's earlier loops took counts too
+                exc.work = work + getattr(exc, "work", 0)
+                raise
             if sim.on_progress is not None:
                 sim.on_progress(len(schedule.steps))  # a rank-less last step is never retired
             if i == 0:
@@ -306,9 +324,11 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
             recomputes += sim.full_recomputes
             updates += sim.flow_updates
             lone += sim.lone_steps
+            work += sim.fabric.work
+            entries += sim.fabric.entries
     # contention_free_steps: steps run by the contention-free pass (FlowSimulator.run), no instants
     config.update(instants=instants, full_rate_recomputes=recomputes, flow_updates=updates,
-                  contention_free_steps=lone)
+                  contention_free_steps=lone, step_entries=entries, work=work)
     if len(schedules) > 1 or schedules[0][1] > 1:
         config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
     return Result(collective, spec.name, mode, args.p, nbytes, t, config, tables)
@@ -393,7 +413,7 @@ def check_collective_name(collective) -> str:
 
 
 def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
-                record, verify, hccl, qps, max_transfers, max_flow_updates) -> None:
+                record, verify, hccl, qps, max_transfers, max_flow_updates, max_work=None) -> None:
     """Check the types and ranges of :func:`simulate`'s arguments before anything is built."""
     check_collective_name(collective)
     if not (algorithm is None or isinstance(algorithm, (str, AlgorithmSpec)) or callable(algorithm)):
@@ -422,6 +442,70 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
     for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates)):
         if not _is_int(v) or v < 1:
             raise bad_value(name, v, "a positive integer")
+    if max_work is not None and (not _is_int(max_work) or max_work < 1):
+        raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
+
+
+class WorkBudget:
+    """One command's :data:`~hcsim.limits.MAX_WORK`, spent by its simulations in turn.
+
+    A sweep or a selection study gives each event-driven point what the points before it left
+    (:meth:`left`) and then takes off what it used (:meth:`spend`, :meth:`spend_error`), so the
+    whole command stays within one bound and a rerun stops at the same point. With
+    ``per_point`` (points on a Dask cluster, which run in no fixed order) every point gets the
+    whole bound instead.
+
+    Examples
+    --------
+    >>> b = WorkBudget(100)
+    >>> b.spend(30); b.left()
+    70
+    """
+
+    def __init__(self, max_work: int | None, per_point: bool = False):
+        if max_work is not None and (not _is_int(max_work) or max_work < 1):
+            raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
+        self.max_work, self.per_point, self.spent = max_work, per_point, 0
+
+    def left(self) -> int | None:
+        """The bound for the next simulation (None: none); a one-line error when none is left."""
+        if self.max_work is None or self.per_point:
+            return self.max_work
+        left = self.max_work - self.spent
+        if left < 1:
+            raise WorkLimitError(f"max_work = {self.max_work}: this command's earlier simulations took all of it "
+                                 f"({self.spent} units of engine work); use mode='analytical', fewer sizes or "
+                                 "algorithms, or raise max_work (--max-work)")
+        return left
+
+    def spend(self, work: int) -> None:
+        self.spent += int(work)
+
+    def spend_error(self, exc: WorkLimitError) -> str:
+        """Take off what a simulation stopped by a bound had done (0 if refused before it ran);
+        returns the reason, in terms of the command's bound."""
+        work = getattr(exc, "work", None)
+        if work is None:
+            return str(exc)
+        self.spent += int(work)
+        if self.per_point or self.max_work is None:
+            return str(exc)
+        return (f"max_work = {self.max_work}: this command's event-driven runs passed it here ({self.spent} units of "
+                f"engine work, {WORK_PER_INSTANT} per event instant, step entry or contention-free step, 1 per flow-rate "
+                "update, about 1 us each); use mode='analytical', fewer ranks, sizes or algorithms, or raise "
+                "max_work (--max-work; 0: no bound)")
+
+
+def _left(max_work, results) -> int | None:
+    """What is left of ``max_work`` after the event-driven work of ``results`` (None: no bound)."""
+    if max_work is None:
+        return None
+    left = max_work - sum(r.config.get("work", 0) for r in results)
+    if left < 1:
+        raise WorkLimitError(f"max_work = {max_work}: the earlier simulations of this command took all of it "
+                             f"({max_work - left} units of engine work); use mode='analytical', fewer sizes or "
+                             "algorithms, or raise max_work (--max-work)")
+    return left
 
 
 def _send_matrix(send_matrix, p: int):
@@ -634,8 +718,9 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     # the points simulate() answers, in the table's order (size by size, algorithm by algorithm)
     todo = [(n, algo) for i, n in enumerate(size_list) for algo, col in zip(algorithms, fast, strict=True)
             if reasons[i] is None and col[i] is None]
-    answers = iter(map_points(_sweep_point, todo, client=client, progress=progress, shared=(topo, collective, kwargs),
-                              desc=f"sweep {collective}"))
+    budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None)
+    answers = iter(map_points(_sweep_point, todo, client=client, progress=progress,
+                              shared=(topo, collective, kwargs, budget), desc=f"sweep {collective}"))
     for i, n in enumerate(size_list):
         for algo, col in zip(algorithms, fast, strict=True):
             if reasons[i] is not None:
@@ -661,11 +746,12 @@ def _sweep_point(point, shared):
     Result, or the reason a work bound refused it. Module-level, and returning plain data, so
     that it runs on a Dask worker (:func:`hcsim.parallel.map_points`)."""
     n, algo = point
-    topo, collective, kwargs = shared
+    topo, collective, kwargs, budget = shared
     try:
-        r = simulate(topo, collective, n, algo, progress=False, **kwargs)  # the sweep has its own bar
+        r = simulate(topo, collective, n, algo, progress=False, max_work=budget.left(), **kwargs)  # own bar
     except WorkLimitError as exc:
-        return str(exc)
+        return budget.spend_error(exc)
+    budget.spend(r.config.get("work", 0))
     return r.algorithm, r.ranks, r.size_bytes, r.time_s, r.mode
 
 

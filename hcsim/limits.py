@@ -37,6 +37,20 @@ a step (NHR, NB): beyond this they outgrow memory before a bound could be checke
 MAX_SWEEP_SIZES = 4096
 """Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""
 
+WORK_PER_INSTANT = 50
+"""Engine work units an event instant (or a step of the contention-free pass) counts for, against
+one flow-rate update's 1: an instant costs about 50 us of interpreter and numpy calls, a flow-rate
+update about 1 us (docs/performance.md, "The work bound")."""
+
+MAX_WORK = 5_000_000
+"""Most engine work (units of :data:`WORK_PER_INSTANT` per event instant, step entry or contention-free step
+and 1 per flow-rate update, about 1 us each on a 2-core machine) one command's event-driven
+simulations take on: one :func:`~hcsim.simulate` call (all its CCL-buffer loops), one sweep or
+selection study (all its points), one job run. Seconds, not minutes: a run that would pass it stops
+with a one-line :class:`~hcsim.errors.WorkLimitError` naming the work done and how to proceed
+(``max_work=`` / ``--max-work`` raises it; ``None`` / ``0`` removes it); a sweep's points beyond it
+are refused one by one. The 64-server A2 pod's 64 MiB allreduce takes 3.6M."""
+
 MAX_FLOW_UPDATES = 200_000_000
 """Most flow-rate recomputations one event-driven run makes (the engine's work when contention
 spreads the finish times of many concurrent flows) before it stops with a one-line error."""
@@ -64,3 +78,7 @@ each) + 1 per flow-rate update, summed over every simulation of the fit (the fir
 work times the predictions the fit makes). Several seconds on a 2-core machine; a fit that
 would need more runs fewer evaluations (its report's ``evaluation_limit_by``), and one that
 cannot afford its first simplex is refused."""
+
+MAX_JOB_WORK = MAX_WORK
+"""Work bound of one job's event-driven run (:func:`hcsim.workload.run`), in the units of
+:data:`MAX_WORK`: a training step interleaves compute with many collectives on one network."""

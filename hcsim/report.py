@@ -61,8 +61,10 @@ def format_select(df: pd.DataFrame) -> str:
     out = [f"# {first.collective} on {df.attrs.get('topology', '?')}: {int(first.ranks)} ranks, "
            f"mode {df.attrs.get('mode', 'des')}; times in us"]
     head = ["size(Bytes)", "hccl_choice", "hccl_us", "best", "best_us", "slowdown"] + cands
+    ran = df[df["hccl_time_us"] == df["hccl_time_us"]]  # NaN: HCCL's choice refused by the work bound
     rows = [[str(int(r.size_bytes)), r.hccl_choice, f"{r.hccl_time_us:.2f}", r.best, f"{r.best_time_us:.2f}",
-             f"{r.slowdown:.3f}x"] + [f"{r[f'time_us[{c}]']:.2f}" for c in cands] for _, r in df.iterrows()]
+             f"{r.slowdown:.3f}x"] + [_us(r[f'time_us[{c}]']) for c in cands] if r.hccl_time_us == r.hccl_time_us
+            else [str(int(r.size_bytes)), "refused"] + ["-"] * (4 + len(cands)) for _, r in df.iterrows()]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     out.append(" | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
     for row in rows:
@@ -70,7 +72,17 @@ def format_select(df: pd.DataFrame) -> str:
     cross = df.attrs.get("crossovers", [])
     out.append("# crossovers (fastest algorithm changes at): " +
                ("; ".join(f"{size} B: {a} -> {b}" for size, a, b in cross) if cross else "none"))
-    worst = df.loc[df["slowdown"].idxmax()]
-    out.append(f"# HCCL's choice is at most {100 * (df['slowdown'].max() - 1):.1f}% slower than the fastest "
+    worst = ran.loc[ran["slowdown"].idxmax()]
+    out.append(f"# HCCL's choice is at most {100 * (ran['slowdown'].max() - 1):.1f}% slower than the fastest "
                f"(worst at {int(worst.size_bytes)} B: {worst.hccl_choice} vs {worst.best})")
+    if len(ran) < len(df):
+        first = df[df["hccl_time_us"] != df["hccl_time_us"]].iloc[0]
+        out.append(f"# {len(df) - len(ran)} size(s) refused, e.g. {int(first.size_bytes)} B: {first.refused}")
+    if cands and (df[[f"time_us[{c}]" for c in cands]].isna().to_numpy() & (df["hccl_time_us"] == df["hccl_time_us"])
+                  .to_numpy()[:, None]).any():
+        out.append("# '-': a candidate the work bound refused at that size (left out of the race)")
     return "\n".join(out) + "\n"
+
+
+def _us(t) -> str:
+    return "-" if t != t else f"{t:.2f}"

@@ -81,7 +81,8 @@ _TOP_KEYS = {"name", "description", "topology", "servers", "layout", "model", "w
 _LAYOUT_KEYS = {*LAYOUT_AXES, "order"}
 _CONTEXT = {"topology", "layout", "model", "name", "compute_time"}
 """Generator arguments a scenario fills itself (not ``params``)."""
-_OPTION_KEYS = {"mode", "routing", "ecmp_seed", "hccl", "speed", "max_transfers", "max_flow_updates", "max_ops"}
+_OPTION_KEYS = {"mode", "routing", "ecmp_seed", "hccl", "speed", "max_transfers", "max_flow_updates", "max_ops",
+                "max_work"}
 _HCCL_KEYS = {"buffsize", "deterministic", "qps_per_connection", "expansion_mode"}
 _COMMON_OP_KEYS = {"kind", "name", "stream", "after"}
 _OP_KEYS = {
@@ -358,6 +359,8 @@ def _options(value, world: int) -> dict:
     for key in ("max_transfers", "max_flow_updates", "max_ops"):
         if key in opts:
             out[key] = _integer(f"options.{key}", opts[key], 1, 10**12)
+    if "max_work" in opts:  # engine work units (hcsim.limits.MAX_JOB_WORK); 0: no bound
+        out["max_work"] = _integer("options.max_work", opts["max_work"], 0, 10**15) or None
     if opts.get("hccl") is not None:
         from .hccl.selection import HcclConfig
         from .units import parse_size

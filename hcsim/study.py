@@ -7,6 +7,7 @@ import math
 import pandas as pd
 
 from .api import (
+    WorkBudget,
     _FastAnalytical,
     check_collective_name,
     check_options,
@@ -16,6 +17,7 @@ from .api import (
 )
 from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
+from .limits import MAX_WORK
 from .parallel import map_points
 from .progress import check_progress
 from .topology.io import load_topology
@@ -46,7 +48,10 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     pandas.DataFrame
         One row per size: ``size_bytes``, ``hccl_choice``, ``hccl_time_us``, ``best``,
         ``best_time_us``, ``slowdown`` (HCCL's time / best time), ``selected_by``, and
-        ``time_us[<algorithm>]`` per candidate (NaN where a work bound refused it). ``df.attrs["crossovers"]`` lists
+        ``time_us[<algorithm>]`` per candidate (NaN where a work bound refused it). The whole
+        study shares one work bound (``max_work``, :class:`hcsim.api.WorkBudget`): a size whose
+        HCCL choice it refuses has NaN times and the reason in a ``refused`` column (all
+        refused: an error). ``df.attrs["crossovers"]`` lists
         ``(size_bytes, previous_best, new_best)`` where the fastest algorithm changes.
 
     Examples
@@ -81,9 +86,19 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     races = [(size, fast_auto[i] if fast_auto else None,
               {algo: fast_rivals[algo][i][0] for algo in cands if fast_rivals and fast_rivals[algo][i] is not None})
              for i, size in enumerate(size_list)]
+    budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None)
+    for kw in (auto_kw, rival_kw):
+        kw.pop("max_work", None)
     raced = map_points(_race, races, client=client, progress=progress, desc=f"select {collective}",
-                       shared=(topo, collective, cands, auto_kw, rival_kw))
+                       shared=(topo, collective, cands, auto_kw, rival_kw, budget))
+    refused = []
     for size, (chosen, times) in zip(size_list, raced, strict=True):
+        if isinstance(chosen, str):  # HCCL's choice over the work bound: a row of NaN with the reason
+            refused.append((size, chosen))
+            rows.append({"collective": collective, "ranks": len(rank_nodes), "size_bytes": size, "hccl_choice": "",
+                         "hccl_time_us": math.nan, "best": "", "best_time_us": math.nan, "slowdown": math.nan,
+                         "selected_by": "", "refused": chosen})
+            continue
         fastest = min(t for t in times.values() if t == t)
         tied = [a for a in times if times[a] <= fastest * (1 + 1e-9)]
         # ties go to the previous size's best (no crossover between equals), then HCCL's choice
@@ -97,7 +112,11 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
         if prev is not None and best != prev:
             crossovers.append((size, prev, best))
         prev = best
+    if len(refused) == len(size_list):
+        raise WorkLimitError(f"every size refused, e.g. {refused[0][1]}")
     df = pd.DataFrame(rows)
+    if "refused" in df:
+        df["refused"] = df["refused"].fillna("")
     df.attrs["crossovers"] = crossovers
     df.attrs["topology"] = topo.name
     df.attrs["mode"] = mode
@@ -108,11 +127,15 @@ def _race(race, shared):
     """One size of :func:`select`: HCCL's choice (a :class:`_Chosen`) and every candidate's time
     (NaN where a work bound refused it). Module-level and plain data, for a Dask worker."""
     size, fast_point, fast_times = race
-    topo, collective, cands, auto_kw, rival_kw = shared
+    topo, collective, cands, auto_kw, rival_kw, budget = shared
     if fast_point is not None:
         chosen = _Chosen(*fast_point)
     else:
-        r = simulate(topo, collective, size, "auto", progress=False, **auto_kw)  # select has its own bar
+        try:  # select has its own bar
+            r = simulate(topo, collective, size, "auto", progress=False, max_work=budget.left(), **auto_kw)
+        except WorkLimitError as exc:
+            return budget.spend_error(exc), {}
+        budget.spend(r.config.get("work", 0))
         chosen = _Chosen(r.time_s, r.algorithm, r.ranks, r.size_bytes, r.config.get("selected_by", ""))
     times = {}
     for algo in cands:
@@ -122,9 +145,13 @@ def _race(race, shared):
             times[algo] = fast_times[algo]
         else:
             try:
-                times[algo] = simulate(topo, collective, size, algo, progress=False, **rival_kw).time_s
-            except WorkLimitError:  # a rival over the work bound is left out of this size's race
+                r = simulate(topo, collective, size, algo, progress=False, max_work=budget.left(), **rival_kw)
+            except WorkLimitError as exc:  # a rival over the work bound is left out of this size's race
+                budget.spend_error(exc)
                 times[algo] = math.nan
+                continue
+            budget.spend(r.config.get("work", 0))
+            times[algo] = r.time_s
     times.setdefault(chosen.algorithm, chosen.time_s)
     return chosen, times
 

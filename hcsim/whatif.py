@@ -59,7 +59,7 @@ from .errors import ConfigError, HcsimError, TopologyError, bad_value
 BACKGROUND_PREFIX = "whatif.bg"
 """Name prefix of a :class:`BackgroundJob`'s operations (they are not the job's own work)."""
 
-RUN_OPTIONS = ("routing", "ecmp_seed", "hccl", "speed", "start_s", "max_transfers", "max_flow_updates")
+RUN_OPTIONS = ("routing", "ecmp_seed", "hccl", "speed", "start_s", "max_transfers", "max_flow_updates", "max_work")
 """Keyword options :func:`whatif_collective` passes on to :func:`hcsim.workload.run`."""
 
 COLUMNS = ("case", "perturbation", "status", "reason", "time_us", "baseline_us", "delta_us", "delta_pct",

@@ -11,7 +11,7 @@ import sys
 from importlib import import_module
 
 from ..errors import HcsimError
-from ..limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES
+from ..limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES, MAX_WORK
 
 SUBCOMMAND_MODULES = ("whatif", "plan")
 """Modules of ``hcsim.cli`` that each add one subcommand: ``register(subparsers)`` adds its parser
@@ -71,6 +71,21 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"hcsim: error: {text}\n")
 
 
+def _work_bound(text: str) -> int | None:
+    """``--max-work``'s value: a whole number of engine work units (ASCII digits); 0 for no bound."""
+    digits = text.strip().replace("_", "")
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of engine work units (e.g. 20000000), "
+                                         "or 0 for no bound")
+    return int(digits) or None
+
+
+def _add_work_flag(parser) -> None:
+    parser.add_argument("--max-work", type=_work_bound, default=MAX_WORK, metavar="UNITS",
+                        help=f"work bound of the whole command's event-driven runs, in engine units (about 1 us "
+                             f"each; default {MAX_WORK:,}); 0: no bound")
+
+
 def _add_parallel_flags(parser, what: str) -> None:
     """--workers, --scheduler and --progress of the sweeping subcommands (hcsim.parallel, hcsim.progress)."""
     parser.add_argument("--workers", type=int, default=None,
@@ -104,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="refuse a call whose schedule holds more transfers than this (work bound)")
     sw.add_argument("--max-flow-updates", type=int, default=MAX_FLOW_UPDATES,
                     help="stop an event-driven run after this many flow-rate updates (work bound)")
+    _add_work_flag(sw)
     sw.add_argument("--csv", help="also write the rows to this CSV file")
     sw.add_argument("--plot", help="write a bandwidth-vs-size plot (PNG) here")
     sw.add_argument("--metric", default="busbw_GBps", help="what --plot draws: busbw_GBps, algbw_GBps, time_us")
@@ -123,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="refuse a call whose schedule holds more transfers than this (work bound)")
     se.add_argument("--max-flow-updates", type=int, default=MAX_FLOW_UPDATES,
                     help="stop an event-driven run after this many flow-rate updates (work bound)")
+    _add_work_flag(se)
     se.add_argument("--csv", help="write the table to this CSV file")
     se.add_argument("--plot", help="write time vs size per candidate (PNG), fastest regions shaded")
     se.add_argument("--metric", default="time_us", help="what --plot draws: time_us or algbw_GBps")
@@ -147,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     ht.add_argument("-w", "--warmup_iters", type=int, default=5, help="accepted as hccl_test does (no effect)")
     ht.add_argument("-c", "--check", type=int, default=1, help="accepted as hccl_test does (no effect)")
     ht.add_argument("-i", "--stepbytes", default=None, help="accepted as hccl_test does (no effect)")
+    _add_work_flag(ht)
 
     va = sub.add_parser("validate", help="predicted versus measured for a stored real output")
     va.add_argument("--measured", default=None, help="hccl_test output, nccl-tests output or CSV")
@@ -270,7 +288,7 @@ def _cmd_sweep(a) -> int:
         df = sweep(topo, a.op, sizes=(a.minbytes, a.maxbytes), algorithms=algos, factor=a.stepfactor,
                    ranks=ranks, root=a.root, mode=a.mode, routing=a.routing, hccl_algo=a.hccl_algo,
                    max_transfers=a.max_transfers, max_flow_updates=a.max_flow_updates, client=client,
-                   progress=a.progress)
+                   progress=a.progress, max_work=a.max_work)
     print(format_sweep(df, topo.name), end="")
     _write_csv(df, a.csv)
     if a.plot:
@@ -312,7 +330,7 @@ def _cmd_select(a) -> int:
     with dask_client(a.workers, a.scheduler, flags=True) as client:
         df = select(topo, a.op, sizes=(a.minbytes, a.maxbytes), factor=a.stepfactor, mode=a.mode,
                     hccl_algo=a.hccl_algo, hccl=cfg, max_transfers=a.max_transfers,
-                    max_flow_updates=a.max_flow_updates, client=client, progress=a.progress)
+                    max_flow_updates=a.max_flow_updates, client=client, progress=a.progress, max_work=a.max_work)
     print(format_select(df), end="")
     _write_csv(df, a.csv)
     if a.plot:
@@ -327,7 +345,7 @@ def _cmd_hccl_test(a) -> int:
 
     print(run_hccl_test(a.binary, npus=a.npus, servers=a.servers, minbytes=a.minbytes, maxbytes=a.maxbytes,
                         factor=a.stepfactor, dtype=a.datatype, op=a.op, root=a.root, topology=a.topology,
-                        hccl_algo=a.hccl_algo, warmup_iters=a.warmup_iters), end="")
+                        hccl_algo=a.hccl_algo, warmup_iters=a.warmup_iters, max_work=a.max_work), end="")
     return 0
 
 

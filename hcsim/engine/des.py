@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
-from ..limits import MAX_FLOW_UPDATES
+from ..limits import MAX_FLOW_UPDATES, WORK_PER_INSTANT
 from ..topology.routing import ROUTING_POLICIES
 from .fairshare import max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
@@ -92,6 +92,11 @@ class EngineConfig:
     max_flow_updates: int = MAX_FLOW_UPDATES
     """Work bound: the run stops with :class:`~hcsim.errors.WorkLimitError` once this many flow
     rates have been recomputed (deterministic: the same call stops at the same point)."""
+    max_work: int | None = None
+    """Work bound in engine units (:data:`hcsim.limits.WORK_PER_INSTANT` per event instant or
+    contention-free step, 1 per flow-rate update): the run stops with
+    :class:`~hcsim.errors.WorkLimitError` once it has done more (deterministic, like
+    ``max_flow_updates``). None: no bound but ``max_flow_updates``."""
     reduce_time_factor: float = 1.0
     inline_reduce: bool = True
 
@@ -232,16 +237,19 @@ class Fabric:
     Parameters
     ----------
     net : compiled topology (``Topology.compiled()``)
-    max_flow_updates : int
-        Work bound (see :class:`EngineConfig`).
+    max_flow_updates, max_work : int
+        Work bounds (see :class:`EngineConfig`); ``max_work`` None: none.
     """
 
     force_full_recompute = False
     """Recompute max-min rates at every instant (tests compare this with the fast path)."""
 
-    def __init__(self, net, max_flow_updates: int = MAX_FLOW_UPDATES):
+    def __init__(self, net, max_flow_updates: int = MAX_FLOW_UPDATES, max_work: int | None = None):
         self.net = net
         self.max_flow_updates = max_flow_updates
+        self.max_work = max_work
+        self.lone_work = 0
+        """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
         self.pad = len(net.capacity_Bps)
         self.capacity = np.append(net.capacity_Bps, np.inf)
@@ -263,6 +271,8 @@ class Fabric:
         self._next_drain = math.inf
         self._t0 = 0.0
         self.instants = 0
+        self.entries = 0
+        """Calls of a run's step entry (ranks entering a step together): per-event work too."""
         self.full_recomputes = 0
         self.flow_updates = 0
         """Flows whose max-min rate was recomputed, summed over every full recompute: the
@@ -318,8 +328,24 @@ class Fabric:
             yield env.timeout(max(0.0, t - env.now))
             self.instant(t)
 
+    @property
+    def work(self) -> int:
+        """Engine work so far, in the units of :attr:`EngineConfig.max_work`."""
+        return WORK_PER_INSTANT * (self.instants + self.entries) + self.lone_work + self.flow_updates
+
+    def check_work(self, now: float) -> None:
+        """Raise :class:`WorkLimitError` once :attr:`work` has passed ``max_work``."""
+        if self.max_work is not None and self.work > self.max_work:
+            raise _work_error(self.work, WorkLimitError(
+                f"max_work = {self.max_work}: the run passed {self.work} units of engine work "
+                f"({WORK_PER_INSTANT} per event instant, step entry or contention-free step, 1 per flow-rate update; "
+                f"about 1 us each) at {now:.6g} s of simulated time; use mode='analytical', fewer ranks or sizes, "
+                "or raise max_work (--max-work)"))
+
     def instant(self, now: float):
         self.instants += 1
+        if self.max_work is not None and self.work > self.max_work:
+            self.check_work(now)
         tol = 1e-12 * (now - self._t0) + 1e-18  # relative to the run's own time scale
         if self._next_drain <= now + tol:
             self._drain(now, tol)
@@ -480,11 +506,19 @@ class Fabric:
 
     def _count_updates(self, n: int, now: float):
         self.flow_updates += n
+        if self.max_work is not None:
+            self.check_work(now)
         if self.flow_updates > self.max_flow_updates:
             raise WorkLimitError(
                 f"max_flow_updates = {self.max_flow_updates}: the run passed {self.flow_updates} flow-rate updates "
                 f"at {now:.6g} s of simulated time (contention made {n} concurrent flows finish apart); "
                 "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
+
+
+def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
+    """``exc`` carrying the engine work done before it (``exc.work``), for a caller's budget."""
+    exc.work = work
+    return exc
 
 
 class _DemandBound:
@@ -559,7 +593,7 @@ class FlowSimulator:
                  on_finish=None):
         # runs on a shared fabric use its compiled topology (compiling checks the whole graph)
         self.net = fabric.net if fabric is not None else topo.compiled()
-        self.fabric = fabric if fabric is not None else Fabric(self.net, config.max_flow_updates)
+        self.fabric = fabric if fabric is not None else Fabric(self.net, config.max_flow_updates, config.max_work)
         self._own_fabric = fabric is None
         self.contention_free = False
         """True when :meth:`run` took the contention-free pass (:meth:`never_contended`)."""
@@ -690,6 +724,10 @@ class FlowSimulator:
             step = self.schedule.steps[k]
             if not len(step):
                 continue
+            fabric = self.fabric
+            fabric.lone_work += WORK_PER_INSTANT
+            if fabric.max_work is not None and fabric.work > fabric.max_work:
+                fabric.check_work(float(enter.max()))
             route = self._routing(step)
             if bound is not None and not bound.add(step, route):
                 if self.on_progress is not None:
@@ -848,6 +886,10 @@ class FlowSimulator:
 
     def _enter(self, ranks: np.ndarray, k: int, now: float):
         """Ranks (all entering the same step k) enter it at ``now``; cascade through empty steps."""
+        fabric = self.fabric
+        fabric.entries += 1
+        if fabric.max_work is not None and fabric.work > fabric.max_work:
+            fabric.check_work(now)
         while ranks.size:
             if k >= self.n_steps:
                 self.cur_step[ranks] = self.n_steps

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from ..dtypes import DTYPES as _DTYPES
 from ..dtypes import check_supported, parse_dtype
-from ..errors import bad_value, unknown_name
+from ..errors import WorkLimitError, bad_value, unknown_name
+from ..limits import MAX_WORK
 from ..units import parse_size, size_range
 
 BINARIES = {"all_reduce_test": "allreduce", "all_gather_test": "allgather", "reduce_scatter_test": "reducescatter",
@@ -47,19 +48,21 @@ def format_row(nbytes: int, time_us: float, check: str) -> str:
 
 def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", maxbytes="64M", factor: int = 2,
                   dtype: str = "fp32", op: str = "sum", root: int = 0, topology=None, hccl_algo=None,
-                  iters: int = 20, warmup_iters: int = 5) -> str:
+                  iters: int = 20, warmup_iters: int = 5, max_work: int | None = MAX_WORK) -> str:
     """Simulate ``mpirun -n <servers x npus> ./bin/<binary> -b .. -e .. -f .. -p <npus>``.
 
     The algorithm is HCCL's own choice (``algorithm="auto"``, or HCCL_ALGO when given).
     ``check_result`` reads ``success`` when the simulated schedule passed the semantic
-    verifier, ``NA`` when it was too large to verify.
+    verifier, ``NA`` when it was too large to verify. The whole run shares one work bound,
+    ``max_work`` (as :func:`hcsim.simulate`'s; None: none): a run it stops prints the rows so far
+    and a ``# stopped before ...`` line saying why (no row at all: the one-line error).
 
     Examples
     --------
     >>> print(run_hccl_test("all_gather_test", npus=8, minbytes="8K", maxbytes="16K").splitlines()[1])
     data_size(Bytes): | aveg_time(us): | alg_bandwidth(GB/s): | check_result:
     """
-    from ..api import simulate
+    from ..api import WorkBudget, simulate
     from ..topology.io import load_topology
 
     if binary not in BINARIES:
@@ -97,12 +100,20 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
     lo, hi = parse_size(minbytes), parse_size(maxbytes)
     lines = [f"the minbytes is {lo}, maxbytes is {hi}, iters is {iters}, warmup_iters is {warmup_iters}", HEADER]
     check_supported(BINARIES[binary], dtype, op, topo.product)
+    budget = WorkBudget(max_work)  # one bound for the whole run, as for a sweep
     for nbytes in sizes:
         need = unit * (len(ranks) if per_rank else 1)
         if nbytes % need:
             raise bad_value("data size", nbytes, f"a multiple of {need} bytes ({dtype}"
                             + (f" x {len(ranks)} ranks)" if per_rank else ")"))
-        r = simulate(topo, collective, nbytes, ranks=ranks, root=root, hccl_algo=hccl_algo,
-                     algorithm=None if hccl_algo else "auto", dtype=dtype, reduce_op=op)
+        try:
+            r = simulate(topo, collective, nbytes, ranks=ranks, root=root, hccl_algo=hccl_algo,
+                         algorithm=None if hccl_algo else "auto", dtype=dtype, reduce_op=op, max_work=budget.left())
+        except WorkLimitError as exc:
+            if len(lines) == 2:  # not one row: an error, not an empty table
+                raise
+            lines.append(f"# stopped before {nbytes} B: {exc}")
+            break
+        budget.spend(r.config.get("work", 0))
         lines.append(format_row(nbytes, r.time_us, "success" if r.config.get("verified") else "NA"))
     return "\n".join(lines) + "\n"

@@ -26,7 +26,7 @@ from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
-from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES, MAX_JOB_OPS
+from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES, MAX_JOB_OPS, MAX_JOB_WORK
 from ..progress import check_progress, progress_bar
 from ..topology.io import load_topology
 from ..topology.model import ROUTING_POLICIES
@@ -40,7 +40,8 @@ _KIND = {Compute: "compute", Collective: "collective", SendRecv: "sendrecv", Rec
 
 def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int = 0,
         hccl: HcclConfig | None = None, speed=None, start_s=None, max_transfers: int = MAX_DES_TRANSFERS,
-        max_flow_updates: int = MAX_FLOW_UPDATES, progress=None, max_ops: int = MAX_JOB_OPS) -> JobResult:
+        max_flow_updates: int = MAX_FLOW_UPDATES, progress=None, max_ops: int = MAX_JOB_OPS,
+        max_work: int | None = MAX_JOB_WORK) -> JobResult:
     """Play ``workload`` (one training step, say) on ``topology``'s network.
 
     Parameters
@@ -64,6 +65,10 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         Work bound of the event-driven run (:class:`~hcsim.errors.WorkLimitError`).
     max_ops : int
         Work bound: the operations of the workload (refused before anything is planned).
+    max_work : int or None
+        Work bound of the whole job's event-driven run, in engine units
+        (:data:`hcsim.limits.MAX_JOB_WORK`; as :func:`hcsim.simulate`'s ``max_work``; None: none).
+        ``JobResult.config["work"]`` is what the run took.
     progress : bool, optional
         A progress bar over the operations finished (:func:`hcsim.progress.progress_bar`;
         None: only on a terminal or in a notebook).
@@ -97,6 +102,8 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
                     ("max_ops", max_ops)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise bad_value(name, v, "a positive integer")
+    if max_work is not None and (isinstance(max_work, bool) or not isinstance(max_work, int) or max_work < 1):
+        raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
     topo = load_topology(topology)
     world = topo.num_npus
     workload.check(world)
@@ -110,7 +117,7 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         hccl = HcclConfig()
     check_progress(progress)
     job = _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
-               max_flow_updates, _starts(start_s, world))
+               max_flow_updates, _starts(start_s, world), max_work)
     with progress_bar(len(workload.ops), f"job {workload.name}", progress) as job.bar:
         return job.play()
 
@@ -167,14 +174,15 @@ class _ComputeUnit:
 class _Job:
     """The dependency tracker and the runs of one workload on one fabric."""
 
-    def __init__(self, topo, workload, routing, ecmp_seed, hccl, speeds, max_transfers, max_flow_updates, starts):
+    def __init__(self, topo, workload, routing, ecmp_seed, hccl, speeds, max_transfers, max_flow_updates, starts,
+                 max_work=None):
         self.topo = topo
         self.w = workload
         self.ops = workload.ops
         self.npus = topo.npus
         self.routing, self.ecmp_seed, self.hccl = routing, ecmp_seed, hccl
         self.defaults = topo.defaults.for_mode(hccl.expansion_mode if hccl is not None else None)
-        self.fabric = Fabric(topo.compiled(), max_flow_updates)
+        self.fabric = Fabric(topo.compiled(), max_flow_updates, max_work)
         self.units = [_ComputeUnit(s) for s in speeds]
         self.starts = starts  # per rank: when its streams start
         self.bar = None       # the progress bar run() opens
@@ -366,7 +374,7 @@ class _Job:
                            routing=self.routing, ecmp_seed=self.ecmp_seed, record=False,
                            qps=self.hccl.qps_per_connection if self.hccl is not None else 1,
                            message_regimes=self.defaults.message_regimes,
-                           max_flow_updates=self.fabric.max_flow_updates,
+                           max_flow_updates=self.fabric.max_flow_updates, max_work=self.fabric.max_work,
                            reduce_time_factor=(reduce_time_factor(op.dtype, op.reduce_op)
                                                if isinstance(op, Collective) and op.dtype is not None else 1.0),
                            inline_reduce=(_reduces_inline(op.collective, self.topo.product, op.dtype, op.reduce_op)
@@ -441,4 +449,5 @@ class _Job:
         step = float(ops["end_s"].max()) if len(ops) else 0.0
         return JobResult(self.w.name, step, ops, link_table(self.fabric.net, [r.path_bytes for r in self.runs.values()], step),
                          {"topology": self.topo.name, "routing": self.routing, "collectives": len(self.runs),
-                          "instants": self.fabric.instants, "full_rate_recomputes": self.fabric.full_recomputes})
+                          "instants": self.fabric.instants, "full_rate_recomputes": self.fabric.full_recomputes,
+                          "work": self.fabric.work})

@@ -1,0 +1,157 @@
+"""The engine work bound (``max_work``, hcsim.limits.MAX_WORK): counted exactly, deterministic,
+one bound per command (a call, a sweep, a selection study, an hccl_test run, a job)."""
+
+import math
+
+import pytest
+
+import hcsim
+from hcsim.api import WorkBudget
+from hcsim.cli import main
+from hcsim.errors import ConfigError, WorkLimitError
+from hcsim.hccl.hccl_test import run_hccl_test
+from hcsim.limits import MAX_WORK, WORK_PER_INSTANT
+from hcsim.topology import full_mesh, leaf_spine
+from hcsim.workload import Workload, run
+
+
+def _contended():
+    # 8 hosts on 2 leaves, uplinks 4:1 oversubscribed: the alltoall's crossing flows share them
+    return leaf_spine(2, 4, 1, 10e9, 1e-6, oversubscription=4)
+
+
+def test_contention_free_run_counts_one_unit_block_per_step():
+    # a ring allgather of 4 ranks on a full mesh never shares a link: the contention-free pass,
+    # 3 steps, no event instant, no flow-rate update
+    r = hcsim.simulate(full_mesh(4, 1e9, 1e-6), "allgather", 4000, "ring", record=False)
+    assert r.config["contention_free_steps"] == 3
+    assert r.config["instants"] == 0 and r.config["flow_updates"] == 0
+    assert r.config["work"] == 3 * WORK_PER_INSTANT
+
+
+def test_event_driven_work_is_instants_entries_and_updates():
+    r = hcsim.simulate(_contended(), "alltoall", "1MiB", "pairwise")
+    c = r.config
+    assert c["instants"] > 0 and c["flow_updates"] > 0
+    assert c["work"] >= WORK_PER_INSTANT * (c["instants"] + c["step_entries"]) + c["flow_updates"]
+    assert c["work"] - (WORK_PER_INSTANT * (c["instants"] + c["step_entries"]) + c["flow_updates"]) \
+        <= WORK_PER_INSTANT * 8  # the contention-free pass tried (at most) every step first
+
+
+def test_bound_is_exact_and_deterministic():
+    topo = _contended()
+    free = hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", max_work=None)
+    w = free.config["work"]
+    at = hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", max_work=w)
+    assert at.time_s == free.time_s and at.config["work"] == w
+    errors = []
+    for _ in range(2):
+        with pytest.raises(WorkLimitError) as e:
+            hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", max_work=w - 1)
+        errors.append((str(e.value), e.value.work))
+    assert errors[0] == errors[1]  # the same call stops at the same point
+    msg = errors[0][0]
+    assert "\n" not in msg and f"max_work = {w - 1}" in msg and "--max-work" in msg
+    assert errors[0][1] > w - 1
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, "10", True])
+def test_bad_max_work_is_a_config_error(bad):
+    with pytest.raises(ConfigError, match="max_work"):
+        hcsim.simulate(full_mesh(4, 1e9), "allgather", 4000, "ring", max_work=bad)
+    with pytest.raises(ConfigError, match="max_work"):
+        hcsim.sweep(full_mesh(4, 1e9), "allgather", sizes=[4000], algorithms=["ring"], max_work=bad)
+
+
+def test_best_shares_one_bound():
+    topo = _contended()
+    best = hcsim.simulate(topo, "alltoall", "1MiB", "best", max_work=None)
+    total = best.config["work"]
+    parts = sum(hcsim.simulate(topo, "alltoall", "1MiB", a).config["work"] for a in best.config["candidates"])
+    assert total == parts
+    with pytest.raises(WorkLimitError):
+        hcsim.simulate(topo, "alltoall", "1MiB", "best", max_work=total - 1)
+
+
+def test_sweep_spends_one_bound_in_order_and_refuses_the_rest():
+    topo = _contended()
+    sizes = ["64KiB", "256KiB", "1MiB"]
+    free = hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=None)
+    works = [hcsim.simulate(topo, "alltoall", s, "pairwise").config["work"] for s in sizes]
+    # room for the first two points and part of the third
+    bound = works[0] + works[1] + works[2] // 2
+    df = hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=bound)
+    assert list(df["time_us"][:2]) == list(free["time_us"][:2])
+    assert math.isnan(df["time_us"].iloc[2])
+    assert f"max_work = {bound}: this command's event-driven runs passed it" in df["refused"].iloc[2]
+    again = hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=bound)
+    assert again.equals(df)
+    with pytest.raises(WorkLimitError, match="every point refused"):
+        hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=works[0] // 2)
+
+
+def test_select_refuses_sizes_past_the_bound():
+    topo = _contended()
+    sizes = ["256KiB", "1MiB"]
+    full = hcsim.select(topo, "alltoall", sizes=sizes, max_work=None)
+    assert "refused" not in full
+    first = hcsim.select(topo, "alltoall", sizes=[sizes[0]], max_work=None)
+    need = sum(hcsim.simulate(topo, "alltoall", sizes[0], a).config["work"]
+               for a in [c[len("time_us["):-1] for c in first.columns if c.startswith("time_us[")])
+    df = hcsim.select(topo, "alltoall", sizes=sizes, max_work=need + 1)
+    assert df["hccl_time_us"].iloc[0] == full["hccl_time_us"].iloc[0]
+    assert math.isnan(df["hccl_time_us"].iloc[1]) and df["refused"].iloc[1].startswith("max_work")
+    assert df["refused"].iloc[0] == ""
+    text = hcsim.report.format_select(df)
+    assert "refused" in text and "1 size(s) refused" in text
+    with pytest.raises(WorkLimitError, match="every size refused"):
+        hcsim.select(topo, "alltoall", sizes=sizes, max_work=1)
+
+
+def test_hccl_test_prints_the_rows_it_ran_then_why_it_stopped():
+    full = run_hccl_test("alltoall_test", npus=8, minbytes="8K", maxbytes="64K", max_work=None)
+    rows = [line for line in full.splitlines() if line[:1].isdigit()]
+    assert len(rows) == 4
+    with pytest.raises(WorkLimitError, match="max_work = 1:"):  # not one row: the error itself
+        run_hccl_test("alltoall_test", npus=8, minbytes="8K", maxbytes="64K", max_work=1)
+    first = hcsim.simulate("atlas800t-a2", "alltoall", "8K", "auto", dtype="fp32").config["work"]
+    cut = run_hccl_test("alltoall_test", npus=8, minbytes="8K", maxbytes="64K", max_work=first + 1)
+    assert cut.splitlines()[:3] == full.splitlines()[:3]
+    assert cut.splitlines()[3].startswith("# stopped before 16384 B: max_work = ")
+    budget = WorkBudget(10)
+    budget.spend(10)
+    with pytest.raises(WorkLimitError, match="took all of it"):
+        budget.left()
+
+
+def test_job_run_and_scenario_option():
+    w = Workload("pairs")
+    c = w.communicator("all", list(range(8)))
+    w.collective("a2a", c, "alltoall", 1 << 20, algorithm="pairwise")
+    topo = _contended()
+    free = run(topo, w, max_work=None)
+    assert free.config["work"] > 0
+    with pytest.raises(WorkLimitError, match="max_work"):
+        run(topo, w, max_work=free.config["work"] - 1)
+    with pytest.raises(ConfigError, match="max_work"):
+        run(topo, w, max_work=0)
+    from hcsim.scenario import load_scenario
+
+    doc = {"topology": "atlas800t-a2", "options": {"max_work": 0},
+           "workload": {"ops": [{"kind": "compute", "name": "f", "ranks": [0, 1], "duration_us": 10}]}}
+    assert load_scenario(doc).options["max_work"] is None
+    doc["options"]["max_work"] = "lots"
+    with pytest.raises(ConfigError, match="options.max_work"):
+        load_scenario(doc)
+
+
+def test_cli_max_work_flag(capsys):
+    assert main(["sweep", "--op", "allgather", "-b", "8K", "-e", "8K", "--max-work", "x"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--max-work" in err
+    assert main(["sweep", "--op", "allgather", "-b", "8K", "-e", "16K", "--algo", "ring", "--max-work", "0"]) == 0
+    assert "16384" in capsys.readouterr().out
+
+
+def test_default_bound_is_documented_seconds():
+    assert 1_000_000 <= MAX_WORK <= 10_000_000
