@@ -335,3 +335,28 @@ def _digest(r) -> str:
 def test_simulate_is_bit_identical_to_before(case):
     r = CASES[case]()
     assert (r.algorithm, r.time_us, _digest(r)) == BEFORE[case]
+
+
+def test_path_store_arrays_grow_to_what_a_fresh_conversion_gives():
+    """The path arrays and matrix are extended by the paths added since the last call; they
+    equal a conversion of every path from scratch (widths growing, a different pad)."""
+    from hcsim.topology.model import PathStore
+
+    rng = np.random.default_rng(5)
+    store = PathStore()
+    for chunk in range(6):
+        for _ in range(int(rng.integers(0, 5))):
+            res = [int(x) for x in rng.integers(0, 50, size=int(rng.integers(0, 3 + 2 * chunk)))]
+            store.add(res, float(rng.random()), bool(rng.integers(2)), float(rng.random()))
+        want = (np.asarray(store.res_ptr, dtype=np.int64), np.asarray(store.res, dtype=np.int64),
+                np.asarray(store.latency_s, dtype=float), np.asarray(store.inline_reduce, dtype=bool),
+                np.asarray(store.bottleneck_Bps, dtype=float))
+        for got, ref in zip(store.arrays(), want, strict=True):
+            assert got.dtype == ref.dtype and np.array_equal(got, ref)
+        lens = np.diff(want[0])
+        for pad in (99, 99, 7):
+            ref = np.full((len(lens), int(lens.max()) if len(lens) else 1), pad, dtype=np.int64)
+            for row, (a, b) in enumerate(itertools.pairwise(store.res_ptr)):
+                ref[row, :b - a] = store.res[a:b]
+            got = store.matrix(pad)
+            assert got.shape == ref.shape and np.array_equal(got, ref)

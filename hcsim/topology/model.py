@@ -427,7 +427,11 @@ def _npu_to_yaml(spec: NpuSpec) -> dict:
 
 @dataclass
 class PathStore:
-    """Every path routed so far, as growing CSR arrays over resource indices."""
+    """Every path routed so far, as growing CSR arrays over resource indices.
+
+    :meth:`arrays` and :meth:`matrix` convert only the paths added since their last call and
+    append them to what they gave then (a large run routes step by step, and converting every
+    path again at each step cost time quadratic in the paths); the arrays are the same."""
 
     res_ptr: list = field(default_factory=lambda: [0])
     res: list = field(default_factory=list)
@@ -443,30 +447,45 @@ class PathStore:
         self.latency_s.append(latency_s)
         self.inline_reduce.append(inline)
         self.bottleneck_Bps.append(bottleneck)
-        self._arrays = None
         return len(self.latency_s) - 1
 
     def matrix(self, pad: int) -> np.ndarray:
         """Resources of every path as rows of a matrix, short rows padded with ``pad``."""
-        if self._matrix is None or self._matrix[0] != len(self.latency_s) or self._matrix[1] != pad:
-            n = len(self.latency_s)
-            ptr = np.asarray(self.res_ptr, dtype=np.int64)
-            lens = np.diff(ptr)
-            width = int(lens.max()) if n else 1
-            mat = np.full((n, width), pad, dtype=np.int64)
-            cols = np.arange(width)
-            mask = cols[None, :] < lens[:, None]
-            mat[mask] = np.asarray(self.res, dtype=np.int64)
-            self._matrix = (n, pad, mat)
-        return self._matrix[2]
+        n = len(self.latency_s)
+        kept = self._matrix
+        if kept is not None and kept[0] == n and kept[1] == pad:
+            return kept[2]
+        start = kept[0] if kept is not None and kept[1] == pad and 0 < kept[0] <= n else 0
+        ptr = np.asarray(self.res_ptr[start:n + 1], dtype=np.int64)
+        lens = np.diff(ptr)
+        width = int(lens.max()) if n else 1
+        old = kept[2] if start else None
+        if old is not None:
+            width = max(width, old.shape[1])
+        mat = np.full((n - start, width), pad, dtype=np.int64)
+        mask = np.arange(width)[None, :] < lens[:, None]
+        mat[mask] = np.asarray(self.res[ptr[0]:ptr[-1]], dtype=np.int64)
+        if old is not None:
+            if old.shape[1] < width:
+                old = np.hstack([old, np.full((old.shape[0], width - old.shape[1]), pad, dtype=np.int64)])
+            mat = np.vstack([old, mat])
+        self._matrix = (n, pad, mat)
+        return mat
 
     def arrays(self):
         """(res_ptr, res, latency_s, inline_reduce, bottleneck_Bps) as numpy arrays."""
-        if self._arrays is None:
-            self._arrays = (np.asarray(self.res_ptr, dtype=np.int64), np.asarray(self.res, dtype=np.int64),
-                            np.asarray(self.latency_s, dtype=float), np.asarray(self.inline_reduce, dtype=bool),
-                            np.asarray(self.bottleneck_Bps, dtype=float))
-        return self._arrays
+        n = len(self.latency_s)
+        kept = self._arrays
+        if kept is not None and kept[0] == n:
+            return kept[1]
+        start = kept[0] if kept is not None and kept[0] <= n else 0
+        new = (np.asarray(self.res_ptr[start + 1 if start else 0:n + 1], dtype=np.int64),
+               np.asarray(self.res[self.res_ptr[start]:], dtype=np.int64),
+               np.asarray(self.latency_s[start:], dtype=float), np.asarray(self.inline_reduce[start:], dtype=bool),
+               np.asarray(self.bottleneck_Bps[start:], dtype=float))
+        out = tuple(np.concatenate([a, b]) for a, b in zip(kept[1], new, strict=True)) if start else new
+        self._arrays = (n, out)
+        return out
 
 
 def _fingerprint(graph) -> list:
@@ -590,6 +609,10 @@ class _Compiled:
         self._link_lat = [s.latency_s for s in specs]
         self._link_inline = [s.inline_reduce for s in specs]
         self._caps = self.capacity_Bps.tolist()
+        # Per node: its (injection, ejection, engine, exchange) resources, each a 0- or 1-list.
+        self._ends = [tuple([table[n]] if n in table else []
+                            for table in (self.tx_res, self.rx_res, self.engine_res, self.exchange_res))
+                      for n in range(len(self.node_names))]
 
     def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
               pair: bool = False) -> tuple[int, ...]:
@@ -622,20 +645,21 @@ class _Compiled:
         if policy == "ecmp":
             link_paths = ([link_paths[ecmp_index(src, dst, len(link_paths), seed)]] if len(link_paths) == 1 or qps == 1
                           else [link_paths[ecmp_index(src, dst, len(link_paths), seed * 64 + q)] for q in range(qps)])
-        # Resources each path adds at its ends, in the order a path lists them.
-        head = [self.tx_res[src]] if src in self.tx_res else []
-        tail = [self.rx_res[dst]] if dst in self.rx_res else []
-        tail += [self.engine_res[end] for end in (src, dst) if end in self.engine_res]
+        # Resources each path adds at its ends, in the order a path lists them: the sender's
+        # injection, then the receiver's ejection, both engines, both exchange limits.
+        ends = self._ends
+        tail = ends[dst][1] + ends[src][2] + ends[dst][2]
         if pair:
-            tail += [self.exchange_res[end] for end in (src, dst) if end in self.exchange_res]
+            tail = tail + ends[src][3] + ends[dst][3]
+        head = ends[src][0]
         inline_of, cap_of = self._link_inline.__getitem__, self._caps.__getitem__
+        add = self.paths.add
         ids = []
         for lp in link_paths:
-            res = head + list(lp) + tail
+            res = [*head, *lp, *tail]
             lat = float(sum(map(lat_of, lp)))
             inline = bool(lp) and all(map(inline_of, lp))
-            bottleneck = float(min(map(cap_of, res)))
-            ids.append(self.paths.add(res, lat, inline, bottleneck))
+            ids.append(add(res, lat, inline, float(min(map(cap_of, res)))))
         out = tuple(ids)
         self._routes[key] = out
         return out

@@ -108,16 +108,53 @@ class _Side:
     def walks(self, node: int, depth: int, limit: int) -> list:
         """The first ``limit`` shortest walks between this side's start and ``node`` (at
         ``depth``), as link tuples in travel order (start first on a forward side, ``node``
-        first on a backward one), cached. Depth first from ``node``, each step's ways in the
-        order of the node one layer closer (as the search recorded them)."""
-        key = (node, limit)
-        hit = self.walk_cache.get(key)
+        first on a backward one), cached. In the order a depth-first walk from ``node`` meets
+        them, each step's ways in the order of the node one layer closer (as the search
+        recorded them): near the start each node's walks are built from its ways' cached
+        walks, further away (a ring's path can be 65,536 hops long) walked depth first."""
+        cache = self.walk_cache.get(limit)
+        if cache is None:
+            cache = self.walk_cache[limit] = {self.start: [()]}
+        hit = cache.get(node)
         if hit is None:
-            hit = _walks_back(node, depth, self.back, self.sets, limit)
-            if self.forward:
-                hit = [w[::-1] for w in hit]
-            self.walk_cache[key] = hit
+            if depth > _BUILD_DEPTH:
+                hit = _walks_back(node, depth, self.back, self.sets, limit)
+                cache[node] = hit = [w[::-1] for w in hit] if self.forward else hit
+            else:
+                hit = _build_walks(node, depth, self.back, self.sets, limit, cache, self.forward)
         return hit
+
+
+_BUILD_DEPTH = 8
+"""Walks to a node at most this far from a side's start are built from its ways' walks (kept)."""
+
+
+def _build_walks(node, depth, back, sets, limit, cache, forward) -> list:
+    """Walks to ``node`` as its ways' walks extended by one link (each way's in turn, the first
+    ``limit`` in all), every node on the way computed once and kept in ``cache``."""
+    stack = [(node, depth)]
+    while stack:
+        v, k = stack[-1]
+        if v in cache:
+            stack.pop()
+            continue
+        ways = _ways(v, k, back, sets)
+        missing = [(u, k - 1) for u, _ in ways if u not in cache]
+        if missing:
+            stack += missing
+            continue
+        stack.pop()
+        out = []
+        for u, link in ways:
+            step = (link,)
+            for w in cache[u]:
+                out.append(w + step if forward else step + w)
+                if len(out) >= limit:
+                    break
+            if len(out) >= limit:
+                break
+        cache[v] = out
+    return cache[node]
 
 
 def _ways(v: int, k: int, back, sets) -> list:
@@ -259,6 +296,14 @@ class SearchCache:
                 if j == len(b_sets):
                     added += b.grow()
             if not f_sets[i].isdisjoint(b_sets[j]):
+                meet = f_sets[i] & b_sets[j]
+                if len(meet) == 1:  # the common case: one meeting node, often one way each side
+                    m = meet.pop()
+                    heads = f.walks(m, i, max_paths)
+                    tails = b.walks(m, j, max_paths)
+                    if len(heads) == 1 and len(tails) == 1:
+                        paths = [heads[0] + tails[0]]
+                        break
                 paths = _join(sorted(f_sets[i] & b_sets[j]), i, j, f, b, max_paths)
                 break
             if not f_sets[i] or not b_sets[j]:
