@@ -9,10 +9,12 @@ halving order) and pairwise.
 from . import (  # noqa: F401
     ahc,
     bmtree,
+    bruck,
     double_ring,
     hd,
     hierarchy,
     mesh,
+    neighbor,
     nonuniform,
     pairwise,
     pipeline,
