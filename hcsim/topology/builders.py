@@ -167,43 +167,65 @@ def single_switch(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier:
 
 def leaf_spine(leaves: int, npus_per_leaf: int, spines: int, bandwidth_Bps: float,
                latency_s: float = 0.0, *, oversubscription: float = 1.0, tier: str = "roce",
-               npus_per_server: int = 1, **npu_kwargs) -> Topology:
+               npus_per_server: int = 1, rails: bool = False, **npu_kwargs) -> Topology:
     """Two-level Clos: NPUs on leaf switches, every leaf linked to every spine.
 
     A leaf's uplinks together carry ``npus_per_leaf * bandwidth_Bps / oversubscription``,
     split evenly over its ``spines`` uplinks; routing spreads flows over the spines by ECMP.
+
+    ``rails=True`` builds the rail-optimised variant instead (GPU servers whose every GPU has
+    its own NIC: NVIDIA's DGX SuperPOD reference design cables NIC ``j`` of every server to
+    rail switch ``j``; Google Cloud's A3 Mega VMs have 8 GPU NICs, one per H100). The leaf is
+    the server's internal switch (NVSwitch), there are no leaf-spine links, and NPU ``j`` of
+    every leaf has its own link to spine ``j`` (``spines`` must equal ``npus_per_leaf``), of
+    ``bandwidth_Bps / oversubscription``: the same aggregate per leaf as the uplinks. A
+    cross-leaf flow between NPUs of the same index then crosses only its own NIC (NCCL pins
+    each GPU to its nearest NIC); one between different indices goes over the server's switch
+    to the NPU on the destination's rail, or out of its own rail and over the destination
+    server's switch (NCCL's PXN takes the first), whichever ECMP picks.
 
     Examples
     --------
     >>> t = leaf_spine(2, 4, 2, 25e9, oversubscription=2.0)
     >>> t.link_spec("leaf0", "spine0").bandwidth_Bps / 1e9
     25.0
+    >>> r = leaf_spine(2, 4, 4, 25e9, oversubscription=2.0, rails=True)
+    >>> r.link_spec("npu5", "spine1").bandwidth_Bps / 1e9, r.graph.has_edge("leaf0", "spine0")
+    (12.5, False)
     """
     leaves = _count("leaves", leaves)
     npus_per_leaf = _count("npus_per_leaf", npus_per_leaf)
     spines = _count("spines", spines)
     oversubscription = _ratio("oversubscription", oversubscription)
+    rails = flag("rails", rails)
     host = _link(bandwidth_Bps, latency_s, tier)
     per = _count("npus_per_server", npus_per_server)
     npu_kwargs = _npu_spec("leaf_spine", npu_kwargs)
     n = leaves * npus_per_leaf
     if n < 2:
         raise bad_value("leaves * npus_per_leaf", n, "at least 2 NPUs")
+    if rails and spines != npus_per_leaf:
+        raise bad_value("spines", spines, f"{npus_per_leaf} with rails=True (one rail switch per NPU index: "
+                        "npus_per_leaf)")
     check_size("leaf_spine", _args(leaves=leaves, npus_per_leaf=npus_per_leaf, spines=spines),
-               n, n + leaves + spines, 2 * n + 2 * leaves * spines)
+               n, n + leaves + spines, 4 * n if rails else 2 * n + 2 * leaves * spines)
     up = _uplink(npus_per_leaf * host.bandwidth_Bps / oversubscription / spines, host.latency_s, host.tier,
                  "oversubscription", oversubscription)
-    t = Topology(f"leafspine-{leaves}x{npus_per_leaf}",
-                 f"{leaves} leaves x {npus_per_leaf} NPUs, {spines} spines, {oversubscription:g}:1")
+    t = Topology(f"leafspine-{leaves}x{npus_per_leaf}" + ("-rails" if rails else ""),
+                 f"{leaves} leaves x {npus_per_leaf} NPUs, {spines} spines, {oversubscription:g}:1"
+                 + (", rail-optimised (NPU j on spine j)" if rails else ""))
     names = _npus(t, n, per, npu_kwargs)
     for s in range(spines):
         t.add_node(f"spine{s}", "switch")
     for leaf in range(leaves):
         t.add_node(f"leaf{leaf}", "switch")
-        for s in range(spines):
-            t.add_link(f"leaf{leaf}", f"spine{s}", up)
+        if not rails:
+            for s in range(spines):
+                t.add_link(f"leaf{leaf}", f"spine{s}", up)
         for j in range(npus_per_leaf):
             t.add_link(names[leaf * npus_per_leaf + j], f"leaf{leaf}", host)
+            if rails:
+                t.add_link(names[leaf * npus_per_leaf + j], f"spine{j}", up)
     return t
 
 
