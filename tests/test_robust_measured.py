@@ -476,3 +476,34 @@ def test_any_hccl_algo_string_parses_or_fails_in_one_line(text):
         for op in COLLECTIVES:
             levels = parsed.levels_for(op)
             assert levels is None or set(levels) <= set(LEVEL_KEYS)
+
+
+# Independent fuzz run (issue 12): the spread columns a validation CSV carries (time_us_min,
+# time_us_max) and the bandwidth columns were coerced, so '-1' or 'x' loaded as -1.0 or NaN and fed
+# validate's "separated" rounds; a cell there is now a time (finite, > 0) or empty, as time_us is.
+SPREAD_CSV = ("collective,algorithm,size_bytes,time_us,time_us_min,time_us_max,busbw_GBps\n"
+              "allreduce,ring,65536,11230.872,11000.5,11900.25,0.5\n"
+              "allreduce,ring,262144,44236.667,{lo},{hi},{bw}\n")
+
+
+@pytest.mark.parametrize("lo, hi, bw, needles", [
+    ("41000", "-1", "0.5", ["line 3, column 6 (time_us_max) = '-1'"]),
+    ("0", "45000", "0.5", ["line 3, column 5 (time_us_min) = '0'"]),
+    ("x", "45000", "0.5", ["line 3, column 5 (time_us_min) = 'x'"]),
+    ("41000", "nan", "0.5", ["line 3, column 6 (time_us_max) = 'nan'"]),
+    ("41000", "45000", "-2", ["line 3, column 7 (busbw_GBps) = '-2'"]),
+    ("41000", "45000", "inf", ["line 3, column 7 (busbw_GBps) = 'inf'"]),
+])
+def test_spread_and_bandwidth_columns_are_checked_like_times(tmp_path, lo, hi, bw, needles):
+    path = tmp_path / "spread.csv"
+    path.write_text(SPREAD_CSV.format(lo=lo, hi=hi, bw=bw))
+    text = one_line(lambda: load_measured(path), *needles)
+    assert text.startswith("measured") and path.name in text
+
+
+def test_spread_columns_may_be_empty_and_keep_their_numbers(tmp_path):
+    path = tmp_path / "spread.csv"
+    path.write_text(SPREAD_CSV.format(lo="", hi="45000.5", bw="0"))
+    df = load_measured(path)
+    assert math.isnan(df["time_us_min"].iloc[1]) and df["time_us_max"].iloc[1] == 45000.5
+    assert df["time_us_min"].iloc[0] == 11000.5 and df["busbw_GBps"].tolist() == [0.5, 0.0]

@@ -120,6 +120,19 @@ def _time(cell: str, where: str) -> float:
     return t
 
 
+def _extra(cell: str, where: str, col: str) -> float:
+    """A cell of time_us_min / time_us_max (a time, as :func:`_time`) or algbw_GBps / busbw_GBps
+    (finite and >= 0: small sizes print 0.00); empty is NaN (not measured)."""
+    if cell == "":
+        return math.nan
+    if col.startswith("time"):
+        return _time(cell, where)
+    v = float(cell) if _NUMBER.fullmatch(cell) else math.nan
+    if not (math.isfinite(v) and v >= 0):
+        raise bad_value(where, cell, "a bandwidth in GB/s, a finite number >= 0, or empty")
+    return v
+
+
 def _rank_count(value, where: str) -> int:
     """A rank count from a file (a cell or a token): whole, 2 to MAX_CALL_RANKS."""
     if not (isinstance(value, str) and _WHOLE.fullmatch(value)):
@@ -533,6 +546,9 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
             src.leave_out(number, "0 bytes")
             continue
         row["time_us"] = _time(row["time_us"], at(time_col))
+        for col in _NUMERIC_EXTRAS:  # the spread of rounds and the bandwidths: checked as what they are, or empty
+            if col in row:
+                row[col] = _extra(row[col], at(col), col)
         if "ranks" in row:
             row["ranks"] = _rank_count(row["ranks"], at("ranks")) if row["ranks"] else float("nan")
         rows.append(row)
