@@ -161,7 +161,7 @@ def load_scenario(source, *, servers: int | None = None, overrides: dict | None 
         One line naming the file and the field path.
     """
     if isinstance(source, Scenario):
-        if servers is not None or overrides:
+        if servers is not None or overrides is not None:
             raise bad_value("source", source.name, "a file or mapping when servers or overrides are given")
         return source
     if isinstance(source, dict):
@@ -185,7 +185,7 @@ def load_scenario(source, *, servers: int | None = None, overrides: dict | None 
         where, base = str(path), path.parent
         doc = _parse(_read_text(path), where)
     try:
-        if overrides:
+        if overrides is not None:  # not 'if overrides': an array has no truth value, [] or '' is no mapping
             doc = _overridden(doc, overrides)
         return _scenario(doc, where, base, servers)
     except HcsimError as exc:
