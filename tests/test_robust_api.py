@@ -243,3 +243,19 @@ def test_workload_arguments_that_are_fine_still_run():
     w.collective("b", "c", "broadcast", 4096, root=np.int64(1), algorithm=None)
     w.send("s", np.int64(0), 1, 2048)
     assert run(MESH, w).step_time_s > 0
+
+
+@pytest.mark.parametrize("overrides", [np.ones((2, 3)), [("servers", 2)], "servers=2", 3])
+@pytest.mark.parametrize("entry", ["load_scenario", "plan", "run"])
+def test_overrides_that_are_not_a_mapping_are_one_line_errors(entry, overrides):
+    # independent fuzz run (issue 12): an array was tested for truth (ValueError), a list or a
+    # string was silently ignored
+    import hcsim.plan
+    from hcsim.scenario import load_scenario
+
+    doc = {"topology": "atlas800t-a2", "workload": {"ops": [
+        {"kind": "compute", "name": "f", "ranks": [0, 1], "duration_us": 10}]}}
+    call = {"load_scenario": lambda: load_scenario(doc, overrides=overrides),
+            "plan": lambda: hcsim.plan.plan(doc, {"servers": [1]}, overrides=overrides),
+            "run": lambda: hcsim.run(doc, overrides=overrides)}[entry]
+    _one_line_error(call, "<dict>: overrides")
