@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python benchmarks/validate_corpus.py [--system TEXT ...] [--rows]``.
 Every system with a topology is calibrated on at most two points of its sweep (the fixed rule
 of :func:`hcsim.corpus.calibration_points`: the first row's sweep, its smallest and largest
-size) and every other row is predicted; the table prints median and 90th-percentile |error|
+size) and every other row is predicted (with the library's own algorithm where its rule is
+known, ``--algorithm library``, the default; ``selected``: HCCL's choice everywhere); the table prints median and 90th-percentile |error|
 over all sizes and over sizes >= 1 MiB, and the fastest-algorithm agreement where a file
 compares algorithms. docs/validation.md keeps the table; tests/test_corpus_validation.py
 recomputes it.
@@ -26,11 +27,15 @@ def main(argv=None) -> int:
     ap.add_argument("--system", action="append", help="only systems whose name contains this (repeatable)")
     ap.add_argument("--fit", default=None, choices=("tiers", "bottleneck"),
                     help="calibrate's fit (default: the corpus rule's, bottleneck)")
+    ap.add_argument("--algorithm", default=None, choices=("library", "selected"),
+                    help="rows that name no algorithm: the library's own rule where known (default), "
+                         "or HCCL's choice everywhere")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
-        df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}))
+        df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}),
+                             **({"algorithm": args.algorithm} if args.algorithm else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0

@@ -14,8 +14,10 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
    ``fit="bottleneck"``: two parameters for two points, the per-step overhead and the rate of
    one class of links (the one that explains the points best), every other link as built;
 3. predicts every other row with the algorithm that ran where the file says
-   (:func:`hcsim.validate.row_algorithm`), else HCCL's choice as ``hcsim validate`` does, run
-   without HCCL's CCL-buffer loops on a system that is not an Ascend one;
+   (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
+   (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`), else HCCL's choice as
+   ``hcsim validate`` does, run without HCCL's CCL-buffer loops on a system that is not an
+   Ascend one;
 4. reports per system the median and 90th percentile of |error| over the predicted rows, over
    all sizes and over sizes of at least 1 MiB (hcsim's size: the whole buffer, nccl-tests'
    convention), and the fastest-algorithm agreement where a file compares algorithms at a size
@@ -106,30 +108,36 @@ def _summary(err: pd.Series) -> tuple[float, float]:
 def open_mpi_fixed_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
     """The hcsim schedule for what Open MPI's coll_tuned fixed decision function runs
     (``ompi_coll_tuned_*_intra_dec_fixed``, ompi/mca/coll/tuned/coll_tuned_decision_fixed.c, read
-    at open-mpi/ompi commit 010080ec; the rules below are the ones of that file, kept, as far as
-    known, until Open MPI 4.1 rewrote them, not checked against 3.1.6's tag), or None for a
-    collective it does not cover here. Allreduce: recursive doubling below 10,000 bytes, else a
-    ring. Allgather: recursive doubling below 50,000 bytes on a power-of-two rank count (Bruck
-    otherwise), else neighbour exchange on an even count, which has no hcsim schedule and is
-    priced as the ring (the same bytes to the same neighbours). Alltoall: Bruck below 200 bytes a
-    peer on more than 12 ranks (no hcsim alltoall Bruck: priced as the linear one), linear below
-    3,000 bytes a peer, else pairwise.
+    at open-mpi/ompi commit 010080ec and at the tags v3.1.6 and v4.0.3, which have these rules for
+    the three collectives; 4.0.3's linear_sync alltoall is off by default, and 4.1 rewrote the
+    rules), or None for a collective it does not cover here. Allreduce: recursive doubling below
+    10,000 bytes, else a ring (segmented above ranks x 1 MiB: the same transfers). Allgather: recursive doubling below 50,000 bytes on a power-of-two rank count (Bruck
+    otherwise), else neighbour exchange on an even count (:mod:`hcsim.algorithms.neighbor`), the
+    ring on an odd one. Alltoall: Bruck below 200 bytes a peer on more than 12 ranks
+    (:mod:`hcsim.algorithms.bruck`), linear below 3,000 bytes a peer, else pairwise.
 
     Examples
     --------
     >>> [open_mpi_fixed_rule("allreduce", n, 64) for n in (8192, 16384)]
     ['rd', 'ring']
+    >>> [open_mpi_fixed_rule("allgather", 1 << 20, p) for p in (64, 63)]
+    ['ne', 'ring']
     >>> [open_mpi_fixed_rule("alltoall", 64 * n, 64) for n in (100, 2048, 4096)]
-    ['mesh', 'mesh', 'pairwise']
+    ['bruck', 'mesh', 'pairwise']
+    >>> open_mpi_fixed_rule("alltoall", 8 * 100, 8)
+    'mesh'
     """
     if collective == "allreduce":
         return "rd" if size_bytes < 10000 else "ring"
     if collective == "allgather":
         if size_bytes < 50000:
             return "hd" if ranks & (ranks - 1) == 0 else "nb"
-        return "ring"
+        return "ring" if ranks % 2 else "ne"
     if collective == "alltoall":
-        return "mesh" if size_bytes // ranks < 3000 else "pairwise"
+        peer = size_bytes // ranks
+        if peer < 200 and ranks > 12:
+            return "bruck"
+        return "mesh" if peer < 3000 else "pairwise"
     return None
 
 
@@ -176,17 +184,18 @@ def transport_regimes(transport: str | None):
     return nccl_protocol_regimes(*TRANSPORT_REGIMES[key]) if key in TRANSPORT_REGIMES else None
 
 
-def validate_system(system: dict, algorithm: str | None = "selected", fit: str = "bottleneck",
+def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
                     regimes: bool = True, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
-    ``algorithm="selected"`` (default): rows that name no algorithm run HCCL's choice (``auto``,
-    as ``hcsim validate`` predicts them); on a topology without a ``product`` (NCCL, RCCL, MPI)
-    that choice is resolved per row and run as named, without HCCL's CCL-buffer loops, which
-    belong to HCCL alone. ``"library"``: the same, but an Open MPI system's rows run what Open
-    MPI's fixed decision rules pick (:func:`open_mpi_fixed_rule`; tried, not the default:
-    docs/validation.md). Any other value is passed to :func:`hcsim.validate.row_algorithm`.
+    ``algorithm="library"`` (default): rows that name no algorithm run what the system's
+    library runs where its rule is known (an Open MPI system's ``transport``: coll_tuned's fixed
+    decision rules, :func:`open_mpi_fixed_rule`), else HCCL's choice as ``"selected"`` gives it.
+    ``"selected"``: every such row runs HCCL's choice (``auto``, as ``hcsim validate`` predicts
+    them); on a topology without a ``product`` (NCCL, RCCL, MPI) that choice is resolved per
+    row and run as named, without HCCL's CCL-buffer loops, which belong to HCCL alone. Any other
+    value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
     step overhead and the rate of the link class that explains the two points); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
@@ -242,7 +251,7 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "selected",
+def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "library",
                     fit: str = "bottleneck", regimes: bool = True, **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 

@@ -1,0 +1,109 @@
+"""The general mechanisms the corpus validation uses, each against a hand-worked time.
+
+* Open MPI's own algorithm choice (coll_tuned's fixed decision rules) for the rows of an Open MPI
+  system, with the neighbour-exchange allgather and the Bruck alltoall it runs;
+* the rail-optimised leaf-spine (every NPU pinned to its own NIC and rail switch).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hcsim
+from hcsim.corpus import open_mpi_fixed_rule
+from hcsim.topology import full_mesh, leaf_spine, single_switch
+
+
+def test_open_mpi_rule_names_the_algorithms_coll_tuned_runs():
+    # coll_tuned_decision_fixed.c: allreduce rd < 10,000 B else ring; allgather (total) rd below
+    # 50,000 B on 2^k ranks, Bruck otherwise, then neighbour exchange (even) or ring (odd);
+    # alltoall (per peer) Bruck < 200 B on > 12 ranks, linear < 3,000 B, else pairwise
+    assert [open_mpi_fixed_rule("allreduce", n, 64) for n in (9999, 10000)] == ["rd", "ring"]
+    assert [open_mpi_fixed_rule("allgather", n, 64) for n in (49999, 50000)] == ["hd", "ne"]
+    assert [open_mpi_fixed_rule("allgather", n, 48) for n in (49999, 50000)] == ["nb", "ne"]
+    assert open_mpi_fixed_rule("allgather", 50000, 63) == "ring"
+    assert [open_mpi_fixed_rule("alltoall", 64 * k, 64) for k in (199, 200, 2999, 3000)] == \
+        ["bruck", "mesh", "mesh", "pairwise"]
+    assert open_mpi_fixed_rule("alltoall", 12 * 10, 12) == "mesh"  # Bruck only on more than 12 ranks
+    assert open_mpi_fixed_rule("broadcast", 1024, 64) is None
+
+
+@pytest.mark.parametrize("p", [2, 4, 8, 14])
+def test_neighbour_exchange_takes_p_over_2_steps(p):
+    # p/2 steps: a block to the first neighbour, then two blocks a step; on a full mesh every
+    # rank's transfer has its own link: (p/2) a + (p - 1) (n/p) / B
+    a, bw, n = 3e-6, 10e9, 4096 * p
+    r = hcsim.simulate(full_mesh(p, bw), "allgather", n, "ne", verify=True, step_overhead_s=a)
+    assert r.time_s == pytest.approx(p // 2 * a + (p - 1) * (n / p) / bw, rel=1e-12)
+    ring = hcsim.simulate(full_mesh(p, bw), "allgather", n, "ring", step_overhead_s=a)
+    assert ring.time_s - r.time_s == pytest.approx((p - 1 - p // 2) * a, rel=1e-9)
+
+
+def test_neighbour_exchange_on_an_odd_count_is_the_ring():
+    t = full_mesh(5, 1e9)
+    ne = hcsim.simulate(t, "allgather", 5 << 10, "ne", verify=True, step_overhead_s=1e-6)
+    ring = hcsim.simulate(t, "allgather", 5 << 10, "ring", step_overhead_s=1e-6)
+    assert ne.time_s == pytest.approx(ring.time_s, rel=1e-12)
+
+
+def test_bruck_alltoall_hand_worked_on_8_ranks():
+    # bits 1, 2, 4: slots {1,3,5,7}, {2,3,6,7}, {4,5,6,7}, 4 blocks of n/p each time
+    p, a, bw, n = 8, 2e-6, 1e9, 8 * 1024
+    r = hcsim.simulate(full_mesh(p, bw), "alltoall", n, "bruck", verify=True, step_overhead_s=a)
+    assert r.time_s == pytest.approx(3 * (a + 4 * 1024 / bw), rel=1e-12)
+    # 6 ranks, bits 1, 2, 4: slots {1,3,5}, {2,3}, {4,5}
+    p, n = 6, 6 * 1200
+    r = hcsim.simulate(full_mesh(p, bw), "alltoall", n, "bruck", verify=True, step_overhead_s=a)
+    assert r.time_s == pytest.approx(3 * a + (3 + 2 + 2) * 1200 / bw, rel=1e-12)
+
+
+def test_bruck_beats_the_linear_exchange_only_on_small_blocks():
+    # on one switch the linear (mesh) alltoall is 1 step with p-1 blocks through each port, Bruck
+    # log2 p steps with about p/2 blocks each: fewer overheads, more bytes
+    t = single_switch(64, 10e9)
+    small = [hcsim.simulate(t, "alltoall", 64 * 8, a, step_overhead_s=2e-6).time_s for a in ("bruck", "pairwise")]
+    large = [hcsim.simulate(t, "alltoall", 64 << 20, a, step_overhead_s=2e-6).time_s for a in ("bruck", "pairwise")]
+    assert small[0] < small[1] and large[0] > large[1]
+
+
+def _same_index_exchange(topo, n):
+    """Every NPU j of leaf 0 sends n bytes to NPU j of leaf 1 and back, in one step."""
+    p = topo.num_npus
+    half = p // 2
+    m = np.zeros((p, p), dtype=np.int64)
+    for j in range(half):
+        m[j, j + half] = m[j + half, j] = n
+    return hcsim.simulate(topo, "alltoallv", 1, "mesh", send_matrix=m, verify=True)
+
+
+def test_rails_pin_each_npu_to_its_own_nic():
+    # 2 leaves x 4 NPUs, host links 100 GB/s, 4:1: each NIC (rails) or uplink (ECMP) is 25 GB/s.
+    # With rails the 4 same-index flows each way have a NIC each: n / 25 GB/s exactly.
+    n = 1 << 26
+    rails = leaf_spine(2, 4, 4, 100e9, oversubscription=4, rails=True)
+    assert rails.link_spec("npu6", "spine2").bandwidth_Bps == 25e9
+    assert not rails.graph.has_edge("leaf0", "spine0") and not rails.graph.has_edge("npu6", "spine1")
+    t = _same_index_exchange(rails, n).time_s
+    assert t == pytest.approx(n / 25e9, rel=1e-9)
+    # the hashed leaf-spine never does better, and the default is unchanged (no NIC links)
+    ecmp = leaf_spine(2, 4, 4, 100e9, oversubscription=4)
+    assert ecmp.graph.has_edge("leaf0", "spine0") and not ecmp.graph.has_edge("npu0", "spine0")
+    assert _same_index_exchange(ecmp, n).time_s >= t * (1 - 1e-9)
+
+
+def test_rails_cross_index_flow_goes_through_one_nic():
+    # npu0 (leaf 0) to npu5 (leaf 1, index 1): 4 hops either way, over one 25 GB/s NIC and
+    # one 100 GB/s server link: alone it takes n / 25 GB/s
+    rails = leaf_spine(2, 4, 4, 100e9, oversubscription=4, rails=True)
+    m = np.zeros((8, 8), dtype=np.int64)
+    m[0, 5] = 1 << 20
+    r = hcsim.simulate(rails, "alltoallv", 1, "mesh", send_matrix=m, verify=True)
+    assert r.time_s == pytest.approx((1 << 20) / 25e9, rel=1e-9)
+
+
+def test_rails_needs_one_rail_per_index():
+    with pytest.raises(hcsim.ConfigError, match="rails"):
+        leaf_spine(2, 4, 2, 100e9, rails=True)
+    with pytest.raises(hcsim.ConfigError, match="rails"):
+        leaf_spine(2, 4, 4, 100e9, rails="yes")
