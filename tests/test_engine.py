@@ -6,6 +6,7 @@ import pytest
 import hcsim
 from hcsim.algorithms import CollectiveArgs, Schedule, make_step
 from hcsim.engine import EngineConfig, FlowSimulator
+from hcsim.engine.des import Fabric
 from hcsim.errors import StuckScheduleError
 from hcsim.topology import LinkSpec, NpuSpec, Topology, full_mesh, leaf_spine, ring, single_switch
 
@@ -142,6 +143,7 @@ def test_spray_uses_all_spines():
 def test_stuck_schedule_raises_naming_ranks(monkeypatch):
     # Safety net: if events are lost, the engine names the ranks that never finished.
     monkeypatch.setattr(FlowSimulator, "_activate", lambda self, st, idx, now: None)
+    monkeypatch.setattr(Fabric, "force_full_recompute", True)  # the event-driven path, not the contention-free pass
     t = full_mesh(3, 1e9)
     with pytest.raises(StuckScheduleError, match=r"ranks 0 \(step 0\), 1 \(step 0\)"):
         hcsim.simulate(t, "allgather", "3K", "ring")

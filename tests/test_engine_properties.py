@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import hcsim
 from hcsim.algorithms import CollectiveArgs, Schedule, build_schedule, make_step
 from hcsim.engine import EngineConfig, FlowSimulator
+from hcsim.engine.result import tables_from_engine
 from hcsim.errors import ScheduleError
 from hcsim.topology import full_mesh, leaf_spine, ring, single_switch, torus
 
@@ -92,12 +93,25 @@ def test_contention_free_pass_equals_the_event_driven_run(seed, routing, dense):
     cfg = EngineConfig(step_overhead_s=0.5e-6, launch_overhead_s=float(rng.choice([0.0, 2e-6])), routing=routing)
     fast = FlowSimulator(topo, topo.npus, sched, dataclasses.replace(cfg, record=False))
     t_fast = fast.run()
-    slow = FlowSimulator(topo, topo.npus, sched, dataclasses.replace(cfg, record=True))  # records: event-driven
-    t_slow = slow.run()
+    slow = FlowSimulator(topo, topo.npus, sched, dataclasses.replace(cfg, record=True))
+    t_slow = slow.run(simpy.Environment())  # given a clock, run() is the event-driven run
     assert not slow.contention_free and slow.instants > 0
     assert fast.contention_free == fast.never_contended()
     assert t_fast == pytest.approx(t_slow, rel=1e-9)
     assert fast.finish_s == pytest.approx(slow.finish_s, rel=1e-9)
+    # with records, the same path as without (record changes no time), and the same records
+    # as the event-driven run's: ready, start and end of every transfer
+    rec = FlowSimulator(topo, topo.npus, sched, dataclasses.replace(cfg, record=True))
+    assert rec.run() == t_fast and rec.contention_free == fast.contention_free
+    if rec.contention_free:
+        mine = tables_from_engine(rec, t_fast)[1]
+        theirs = tables_from_engine(slow, t_slow)[1]
+        for col in ("ready_s", "start_s", "end_s"):
+            assert mine[col].to_numpy() == pytest.approx(theirs[col].to_numpy(), rel=1e-9, abs=1e-18)
+        assert (mine["ready_s"] <= mine["start_s"]).all() and (mine["start_s"] <= mine["end_s"]).all()
+        assert mine["end_s"].max() == t_fast
+        for g, pred in enumerate(mine["pred"]):  # a predecessor ended by the time its successor was ready
+            assert pred < 0 or mine["end_s"][pred] <= mine["ready_s"][g]
     assert fast.step_end_s == pytest.approx(slow.step_end_s, rel=1e-9)
     assert fast.step_ready_s == pytest.approx(slow.step_ready_s, rel=1e-9)
     assert (fast.step_count == slow.step_count).all()

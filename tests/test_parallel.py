@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import hcsim
-from hcsim.api import _sweep_point
+from hcsim.api import WorkBudget, _sweep_point
 from hcsim.errors import ConfigError, HcsimError
 from hcsim.parallel import NEEDS_DASK, dask_client, map_points
 from hcsim.topology import leaf_spine
@@ -85,7 +85,7 @@ def test_select_on_a_cluster_is_the_serial_table(client):
 @needs_dask
 def test_map_points_keeps_the_order_of_its_items(client):
     # big sizes take longer, so on two workers the points finish out of order
-    shared = (_small_leaf_spine(), "allreduce", {})
+    shared = (_small_leaf_spine(), "allreduce", {}, WorkBudget(None))
     points = [(parse_size(n), "ring") for n in ("64M", "1K", "16M", "4K", "1M", "8")]
     serial = map_points(_sweep_point, points, shared=shared)
     assert map_points(_sweep_point, points, shared=shared, client=client) == serial

@@ -7,6 +7,7 @@ import types
 import warnings
 
 import pytest
+import simpy
 
 import hcsim
 import hcsim.progress as progress_mod
@@ -187,11 +188,16 @@ def test_the_engine_reports_finished_steps():
     seen = []
     sim = FlowSimulator(topo, topo.npus, schedule, EngineConfig())
     sim.on_progress = seen.append
-    t = sim.run()
+    t = sim.run(simpy.Environment())  # the event-driven run
     assert not sim.contention_free and seen
     assert seen == sorted(seen) and seen[-1] == len(schedule.steps) == 30
     plain = FlowSimulator(topo, topo.npus, schedule, EngineConfig())
-    assert plain.on_progress is None and plain.run() == t
+    assert plain.on_progress is None and plain.run(simpy.Environment()) == t
+    lone = FlowSimulator(topo, topo.npus, schedule, EngineConfig())
+    passed = []
+    lone.on_progress = passed.append
+    assert lone.run() == pytest.approx(t, rel=1e-9) and lone.contention_free  # the contention-free pass reports too
+    assert passed == list(range(1, 31))
 
 
 def test_the_contention_free_pass_reports_its_steps_and_a_restart():

@@ -662,11 +662,12 @@ class FlowSimulator:
     def run(self, env: simpy.Environment | None = None) -> float:
         """Run to completion; return the collective's time in seconds.
 
-        A run on its own network that keeps no per-transfer records and can never be
-        contended (:meth:`never_contended`) is its contention-free pass: the same times
-        without an event queue (``contention_free`` is then True and no instants are counted).
+        A run on its own network that can never be contended (:meth:`never_contended`) is its
+        contention-free pass: the same times without an event queue (``contention_free`` is then
+        True and no instants are counted), and the same records when it keeps them, so
+        ``record`` never changes the time.
         """
-        if env is None and self._own_fabric and not self.cfg.record and not self.fabric.force_full_recompute:
+        if env is None and self._own_fabric and not self.fabric.force_full_recompute:
             t = self._lone_pass(fill=True, bound=_DemandBound(self))
             if t is not None:
                 self.contention_free = True
@@ -713,13 +714,24 @@ class FlowSimulator:
     def _lone_pass(self, fill: bool, bound: _DemandBound | None = None) -> float | None:
         """The contention-free pass; with ``fill`` it also records what :meth:`run` would
         (step table, bytes per path, each rank's finish), for a run that takes it. With a
-        ``bound`` it stops (returns None) as soon as a step could make a resource hot."""
+        ``bound`` it stops (returns None) as soon as a step could make a resource hot.
+
+        A run that keeps records (``record``) gets them here as the event-driven run keeps them:
+        each transfer's ready, start and end times, and as its predecessor the transfer that
+        last ended for the rank that made it ready (the later of its two ranks to enter the step;
+        the sender when both entered together), the last to end of that rank's previous step
+        (ties: the later transfer index)."""
         cfg = self.cfg
         enter = np.full(self.p, float(cfg.launch_overhead_s))
         lone: dict[tuple, float] = {}
         steps, moved = [], np.zeros(0)
+        rec = fill and cfg.record
+        gate = np.full(self.p, -1, dtype=np.int64)  # per rank: the transfer that last ended for it
+        recorded, gid0 = [], 0
         for k in range(self.n_steps):
             if k in self.barriers:
+                if rec:  # everyone was gated by the last rank to arrive
+                    gate[:] = gate[int(np.argmax(enter))]
                 enter[:] = enter.max()
             step = self.schedule.steps[k]
             if not len(step):
@@ -733,7 +745,7 @@ class FlowSimulator:
                 if self.on_progress is not None:
                     self.on_progress(0)  # the event-driven run starts over
                 return None
-            st = _StepState(k, step, route, 0, False, self.reduce_Bps, self._regimes,
+            st = _StepState(k, step, route, gid0, rec, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             r = st.route
             bw = (self.fabric._path_bw[r.sub_path] if r.single
@@ -754,6 +766,15 @@ class FlowSimulator:
                     d = int(st.dst[i])
                     done[i] = max(free.get(d, -math.inf), arrive[i]) + st.reduce_s[i]
                     free[d] = done[i]
+            if rec:
+                st.t_ready[:], st.t_start[:], st.t_end[:] = ready, start, done
+                st.pred[:] = gate[np.where(enter[st.dst] > enter[st.src], st.dst, st.src)]
+                order = np.lexsort((np.arange(st.n), done))  # by end, then index: the last write wins
+                gate[st.src[order]] = gid0 + order
+                gate[st.dst[order]] = gid0 + order
+                st.left = 0
+                recorded.append(st)
+                gid0 += st.n
             nxt = enter.copy()
             np.maximum.at(nxt, st.src, done)
             np.maximum.at(nxt, st.dst, done)
@@ -775,6 +796,8 @@ class FlowSimulator:
             self.path_bytes[:moved.size] += moved
             self.finish_s[:] = enter
             self.cur_step[:] = self.n_steps
+            if rec:
+                self.done_states, self.next_gid = recorded, gid0
         return float(enter.max())
 
     def _lone_bandwidth(self, paths: np.ndarray, cache: dict) -> float:
