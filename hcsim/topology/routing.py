@@ -282,7 +282,8 @@ class SearchCache:
         link = self._direct_link(src, dst)
         if link is not None:
             return [(link,)]
-        f, b = self._side(src, True), self._side(dst, False)
+        f = self._fwd.get(src) or self._side(src, True)
+        b = self._bwd.get(dst) or self._side(dst, False)
         f_sets, b_sets, f_cost, b_cost = f.sets, b.sets, f.cost, b.cost
         i = j = added = 0
         paths = []
@@ -296,14 +297,6 @@ class SearchCache:
                 if j == len(b_sets):
                     added += b.grow()
             if not f_sets[i].isdisjoint(b_sets[j]):
-                meet = f_sets[i] & b_sets[j]
-                if len(meet) == 1:  # the common case: one meeting node, often one way each side
-                    m = meet.pop()
-                    heads = f.walks(m, i, max_paths)
-                    tails = b.walks(m, j, max_paths)
-                    if len(heads) == 1 and len(tails) == 1:
-                        paths = [heads[0] + tails[0]]
-                        break
                 paths = _join(sorted(f_sets[i] & b_sets[j]), i, j, f, b, max_paths)
                 break
             if not f_sets[i] or not b_sets[j]:
@@ -316,10 +309,13 @@ class SearchCache:
 
 
 def _join(meet, i: int, j: int, f: _Side, b: _Side, max_paths: int) -> list:
+    """For each meeting node in turn, its walks from ``src`` times its walks to ``dst``."""
+    f_walks = f.walk_cache.get(max_paths) or {}
+    b_walks = b.walk_cache.get(max_paths) or {}
     paths = []
     for m in meet:
-        heads = f.walks(m, i, max_paths)
-        tails = b.walks(m, j, max_paths)
+        heads = f_walks.get(m) or f.walks(m, i, max_paths)
+        tails = b_walks.get(m) or b.walks(m, j, max_paths)
         if len(heads) == 1 and len(tails) == 1:
             paths.append(heads[0] + tails[0])
             if len(paths) >= max_paths:
