@@ -431,10 +431,9 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
     for name, v in (("step_overhead_s", step_overhead_s), ("launch_overhead_s", launch_overhead_s)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1e20):
             raise bad_value(name, v, "seconds from 0 to 1e20 (or None: the topology's default)")
-    if not (record == "auto" or record is True or record is False):
-        raise bad_value("record", record, "'auto', True or False")
-    if not (verify == "auto" or verify is True or verify is False):
-        raise bad_value("verify", verify, "'auto', True or False")
+    for name, v in (("record", record), ("verify", verify)):  # identity and str first: an array has no truth value
+        if not (v is True or v is False or (isinstance(v, str) and v == "auto")):
+            raise bad_value(name, v, "'auto', True or False")
     if hccl is not None and not isinstance(hccl, HcclConfig):
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
     if qps is not None and (not _is_int(qps) or not 1 <= qps <= 8):
