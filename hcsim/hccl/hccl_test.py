@@ -110,9 +110,10 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
             r = simulate(topo, collective, nbytes, ranks=ranks, root=root, hccl_algo=hccl_algo,
                          algorithm=None if hccl_algo else "auto", dtype=dtype, reduce_op=op, max_work=budget.left())
         except WorkLimitError as exc:
+            reason = budget.spend_error(exc)  # in terms of the whole run's bound
             if len(lines) == 2:  # not one row: an error, not an empty table
-                raise
-            lines.append(f"# stopped before {nbytes} B: {exc}")
+                raise WorkLimitError(reason) from None
+            lines.append(f"# stopped before {nbytes} B: {reason}")
             break
         budget.spend(r.config.get("work", 0))
         lines.append(format_row(nbytes, r.time_us, "success" if r.config.get("verified") else "NA"))
