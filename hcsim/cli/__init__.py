@@ -10,7 +10,7 @@ import argparse
 import sys
 from importlib import import_module
 
-from ..errors import HcsimError
+from ..errors import ConfigError, HcsimError
 from ..limits import MAX_CALIBRATION_WORK, MAX_DES_TRANSFERS, MAX_FLOW_UPDATES, MAX_WORK
 
 SUBCOMMAND_MODULES = ("whatif", "plan")
@@ -59,7 +59,10 @@ def _writable(path, flag: str) -> None:
 def _write_csv(df, path) -> None:
     """Write ``df`` (no index) to ``path`` when one was given (already checked by :func:`_writable`)."""
     if path:
-        df.to_csv(path, index=False)
+        try:
+            df.to_csv(path, index=False)
+        except OSError as exc:  # a full disk or a device that takes no data: name the flag and the file
+            raise ConfigError(f"--csv = {str(path)!r}: cannot be written ({exc.strerror or exc})") from None
         print(f"# rows written to {path}")
 
 

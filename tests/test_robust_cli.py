@@ -1,0 +1,29 @@
+"""The CLI contract under an independent fuzz run (issue 12): exit 0, or 2 with exactly one
+``hcsim: error:`` line naming the field and the value, never a traceback."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hcsim.cli import main
+
+
+def _one_error_line(capsys, argv) -> str:
+    rc = main(argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2, (rc, err)
+    assert len(err) == 1 and err[0].startswith("hcsim: error: "), err
+    return err[0]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a file every write to fails)")
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--topology", "atlas800t-a2", "--op", "allreduce", "-b", "8", "-e", "8", "--algo", "ring"],
+    ["select", "--topology", "atlas800t-a2", "--op", "allreduce", "-b", "8K", "-e", "8K", "--mode", "analytical"],
+])
+def test_a_csv_that_cannot_be_written_names_the_flag_and_the_path(capsys, argv):
+    # the write failed after the run with 'hcsim: error: No space left on device': no file named
+    line = _one_error_line(capsys, argv + ["--csv", "/dev/full"])
+    assert "--csv = '/dev/full'" in line and "No space left on device" in line, line
