@@ -490,7 +490,8 @@ class WorkBudget:
         if self.per_point or self.max_work is None:
             return str(exc)
         return (f"max_work = {self.max_work}: this command's event-driven runs passed it here ({self.spent} units of "
-                f"engine work, {WORK_PER_INSTANT} per event instant, step entry or contention-free step, 1 per flow-rate "
+                f"engine work, {WORK_PER_INSTANT} per event instant, step entry, contention-free step or rank pair "
+                "routed, 1 per flow-rate "
                 "update, about 1 us each); use mode='analytical', fewer ranks, sizes or algorithms, or raise "
                 "max_work (--max-work; 0: no bound)")
 

@@ -38,13 +38,14 @@ MAX_SWEEP_SIZES = 4096
 """Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""
 
 WORK_PER_INSTANT = 50
-"""Engine work units an event instant (or a step of the contention-free pass) counts for, against
-one flow-rate update's 1: an instant costs about 50 us of interpreter and numpy calls, a flow-rate
-update about 1 us (docs/performance.md, "The work bound")."""
+"""Engine work units an event instant (or a step entry, a step of the contention-free pass, a rank
+pair routed afresh) counts for, against one flow-rate update's 1: an instant costs about 50 us of
+interpreter and numpy calls, a route search about as much, a flow-rate update about 1 us
+(docs/performance.md, "The work bound")."""
 
 MAX_WORK = 5_000_000
-"""Most engine work (units of :data:`WORK_PER_INSTANT` per event instant, step entry or contention-free step
-and 1 per flow-rate update, about 1 us each on a 2-core machine) one command's event-driven
+"""Most engine work (units of :data:`WORK_PER_INSTANT` per event instant, step entry, contention-free step
+or rank pair routed, and 1 per flow-rate update, about 1 us each on a 2-core machine) one command's event-driven
 simulations take on: one :func:`~hcsim.simulate` call (all its CCL-buffer loops), one sweep or
 selection study (all its points), one job run. Seconds, not minutes: a run that would pass it stops
 with a one-line :class:`~hcsim.errors.WorkLimitError` naming the work done and how to proceed

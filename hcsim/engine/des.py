@@ -249,6 +249,8 @@ class Fabric:
         self.max_flow_updates = max_flow_updates
         self.max_work = max_work
         self.lone_work = 0
+        self.route_work = 0
+        """Work of route searches: :data:`WORK_PER_INSTANT` per rank pair routed afresh."""
         """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
         self.pad = len(net.capacity_Bps)
@@ -331,16 +333,16 @@ class Fabric:
     @property
     def work(self) -> int:
         """Engine work so far, in the units of :attr:`EngineConfig.max_work`."""
-        return WORK_PER_INSTANT * (self.instants + self.entries) + self.lone_work + self.flow_updates
+        return WORK_PER_INSTANT * (self.instants + self.entries) + self.lone_work + self.route_work + self.flow_updates
 
-    def check_work(self, now: float) -> None:
+    def check_work(self, now: float | None, doing: str = "") -> None:
         """Raise :class:`WorkLimitError` once :attr:`work` has passed ``max_work``."""
         if self.max_work is not None and self.work > self.max_work:
             raise _work_error(self.work, WorkLimitError(
                 f"max_work = {self.max_work}: the run passed {self.work} units of engine work "
-                f"({WORK_PER_INSTANT} per event instant, step entry or contention-free step, 1 per flow-rate update; "
-                f"about 1 us each) at {now:.6g} s of simulated time; use mode='analytical', fewer ranks or sizes, "
-                "or raise max_work (--max-work)"))
+                f"({WORK_PER_INSTANT} per event instant, step entry, contention-free step or rank pair routed, 1 per "
+                f"flow-rate update; about 1 us each) {doing if now is None else f'at {now:.6g} s of simulated time'}; "
+                "use mode='analytical', fewer ranks or sizes, or raise max_work (--max-work)"))
 
     def instant(self, now: float):
         self.instants += 1
@@ -857,8 +859,15 @@ class FlowSimulator:
         # through both NPUs' exchange limits, unless its message's regime lifts them
         keys = nodes * 2 + (self._exchanges(step) if self._limits_exchanges else 0)
         uniq, inv = np.unique(keys, return_inverse=True)
-        groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, self.cfg.qps, bool(u % 2))
-                  for u in uniq]
+        fabric, qps = self.fabric, self.cfg.qps
+        if fabric.max_work is not None:  # searching a pair's routes is work too: bounded before it is done
+            known = net._routes  # the compiled topology's route cache, keyed as _Compiled.route keys it
+            fresh = sum(1 for u in uniq.tolist() if (u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
+                        not in known)
+            fabric.route_work += WORK_PER_INSTANT * fresh
+            if fabric.work > fabric.max_work:
+                fabric.check_work(None, f"before routing {fresh} new rank pairs")
+        groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, qps, bool(u % 2)) for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
         g_n = np.array([len(g) for g in groups], dtype=np.int64)
         g_ptr = np.concatenate([[0], np.cumsum(g_n)])
