@@ -43,6 +43,10 @@ pair routed afresh) counts for, against one flow-rate update's 1: an instant cos
 interpreter and numpy calls, a route search about as much, a flow-rate update about 1 us
 (docs/performance.md, "The work bound")."""
 
+WORK_PER_RANK_OP = 20
+"""Work units a job (:func:`hcsim.workload.run`) counts per operation and rank as it starts and as it
+ends (its dependency bookkeeping, about 20 us each), besides its engine's."""
+
 MAX_WORK = 5_000_000
 """Most engine work (units of :data:`WORK_PER_INSTANT` per event instant, step entry, contention-free step
 or rank pair routed, and 1 per flow-rate update, about 1 us each on a 2-core machine) one command's event-driven

@@ -40,20 +40,25 @@ def test_event_driven_work_is_instants_entries_and_updates():
 
 
 def test_bound_is_exact_and_deterministic():
-    topo = _contended()
-    free = hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", max_work=None)
+    # a newly built topology each time: routes a topology has searched cost nothing again
+    free = hcsim.simulate(_contended(), "alltoall", "1MiB", "pairwise", max_work=None)
     w = free.config["work"]
-    at = hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", max_work=w)
+    at = hcsim.simulate(_contended(), "alltoall", "1MiB", "pairwise", max_work=w)
     assert at.time_s == free.time_s and at.config["work"] == w
     errors = []
     for _ in range(2):
         with pytest.raises(WorkLimitError) as e:
-            hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", max_work=w - 1)
+            hcsim.simulate(_contended(), "alltoall", "1MiB", "pairwise", max_work=w - 1)
         errors.append((str(e.value), e.value.work))
     assert errors[0] == errors[1]  # the same call stops at the same point
     msg = errors[0][0]
     assert "\n" not in msg and f"max_work = {w - 1}" in msg and "--max-work" in msg
     assert errors[0][1] > w - 1
+    topo = _contended()
+    first = hcsim.simulate(topo, "alltoall", "1MiB", "pairwise")
+    again = hcsim.simulate(topo, "alltoall", "1MiB", "pairwise")
+    assert again.time_s == first.time_s
+    assert first.config["work"] - again.config["work"] == WORK_PER_INSTANT * 56  # its 56 rank pairs' routes
 
 
 @pytest.mark.parametrize("bad", [0, -5, 1.5, "10", True])
@@ -65,48 +70,49 @@ def test_bad_max_work_is_a_config_error(bad):
 
 
 def test_best_shares_one_bound():
-    topo = _contended()
-    best = hcsim.simulate(topo, "alltoall", "1MiB", "best", max_work=None)
+    best = hcsim.simulate(_contended(), "alltoall", "1MiB", "best", max_work=None)
     total = best.config["work"]
-    parts = sum(hcsim.simulate(topo, "alltoall", "1MiB", a).config["work"] for a in best.config["candidates"])
+    again = _contended()  # the candidates in turn on one topology, as best runs them
+    parts = sum(hcsim.simulate(again, "alltoall", "1MiB", a).config["work"] for a in best.config["candidates"])
     assert total == parts
     with pytest.raises(WorkLimitError):
-        hcsim.simulate(topo, "alltoall", "1MiB", "best", max_work=total - 1)
+        hcsim.simulate(_contended(), "alltoall", "1MiB", "best", max_work=total - 1)
 
 
 def test_sweep_spends_one_bound_in_order_and_refuses_the_rest():
-    topo = _contended()
     sizes = ["64KiB", "256KiB", "1MiB"]
-    free = hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=None)
-    works = [hcsim.simulate(topo, "alltoall", s, "pairwise").config["work"] for s in sizes]
+    free = hcsim.sweep(_contended(), "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=None)
+    again = _contended()  # the points in turn on one topology, as the sweep runs them
+    works = [hcsim.simulate(again, "alltoall", s, "pairwise").config["work"] for s in sizes]
     # room for the first two points and part of the third
     bound = works[0] + works[1] + works[2] // 2
-    df = hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=bound)
+    df = hcsim.sweep(_contended(), "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=bound)
     assert list(df["time_us"][:2]) == list(free["time_us"][:2])
     assert math.isnan(df["time_us"].iloc[2])
     assert f"max_work = {bound}: this command's event-driven runs passed it" in df["refused"].iloc[2]
-    again = hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=bound)
-    assert again.equals(df)
+    rerun = hcsim.sweep(_contended(), "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=bound)
+    assert rerun.equals(df)
     with pytest.raises(WorkLimitError, match="every point refused"):
-        hcsim.sweep(topo, "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=works[0] // 2)
+        hcsim.sweep(_contended(), "alltoall", sizes=sizes, algorithms=["pairwise"], max_work=works[0] // 2)
 
 
 def test_select_refuses_sizes_past_the_bound():
-    topo = _contended()
     sizes = ["256KiB", "1MiB"]
-    full = hcsim.select(topo, "alltoall", sizes=sizes, max_work=None)
+    full = hcsim.select(_contended(), "alltoall", sizes=sizes, max_work=None)
     assert "refused" not in full
-    first = hcsim.select(topo, "alltoall", sizes=[sizes[0]], max_work=None)
-    need = sum(hcsim.simulate(topo, "alltoall", sizes[0], a).config["work"]
-               for a in [c[len("time_us["):-1] for c in first.columns if c.startswith("time_us[")])
-    df = hcsim.select(topo, "alltoall", sizes=sizes, max_work=need + 1)
+    cands = [c[len("time_us["):-1] for c in full.columns if c.startswith("time_us[")]
+    again = _contended()  # HCCL's choice, then the other candidates, as select races them
+    chosen = full["hccl_choice"].iloc[0]
+    need = hcsim.simulate(again, "alltoall", sizes[0], "auto").config["work"] + sum(
+        hcsim.simulate(again, "alltoall", sizes[0], a).config["work"] for a in cands if a != chosen)
+    df = hcsim.select(_contended(), "alltoall", sizes=sizes, max_work=need + 1)
     assert df["hccl_time_us"].iloc[0] == full["hccl_time_us"].iloc[0]
     assert math.isnan(df["hccl_time_us"].iloc[1]) and df["refused"].iloc[1].startswith("max_work")
     assert df["refused"].iloc[0] == ""
     text = hcsim.report.format_select(df)
     assert "refused" in text and "1 size(s) refused" in text
     with pytest.raises(WorkLimitError, match="every size refused"):
-        hcsim.select(topo, "alltoall", sizes=sizes, max_work=1)
+        hcsim.select(_contended(), "alltoall", sizes=sizes, max_work=1)
 
 
 def test_hccl_test_prints_the_rows_it_ran_then_why_it_stopped():
@@ -129,13 +135,13 @@ def test_job_run_and_scenario_option():
     w = Workload("pairs")
     c = w.communicator("all", list(range(8)))
     w.collective("a2a", c, "alltoall", 1 << 20, algorithm="pairwise")
-    topo = _contended()
-    free = run(topo, w, max_work=None)
+    free = run(_contended(), w, max_work=None)
     assert free.config["work"] > 0
+    assert run(_contended(), w, max_work=free.config["work"]).step_time_s == free.step_time_s
     with pytest.raises(WorkLimitError, match="max_work"):
-        run(topo, w, max_work=free.config["work"] - 1)
+        run(_contended(), w, max_work=free.config["work"] - 1)
     with pytest.raises(ConfigError, match="max_work"):
-        run(topo, w, max_work=0)
+        run(_contended(), w, max_work=0)
     from hcsim.scenario import load_scenario
 
     doc = {"topology": "atlas800t-a2", "options": {"max_work": 0},

@@ -250,6 +250,8 @@ class Fabric:
         self.max_work = max_work
         self.lone_work = 0
         self.route_work = 0
+        self.job_work = 0
+        """Work a job's runner counts for its own bookkeeping (:data:`hcsim.limits.WORK_PER_RANK_OP`)."""
         """Work of route searches: :data:`WORK_PER_INSTANT` per rank pair routed afresh."""
         """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
@@ -333,7 +335,8 @@ class Fabric:
     @property
     def work(self) -> int:
         """Engine work so far, in the units of :attr:`EngineConfig.max_work`."""
-        return WORK_PER_INSTANT * (self.instants + self.entries) + self.lone_work + self.route_work + self.flow_updates
+        return (WORK_PER_INSTANT * (self.instants + self.entries) + self.lone_work + self.route_work + self.job_work
+                + self.flow_updates)
 
     def check_work(self, now: float | None, doing: str = "") -> None:
         """Raise :class:`WorkLimitError` once :attr:`work` has passed ``max_work``."""
@@ -860,13 +863,13 @@ class FlowSimulator:
         keys = nodes * 2 + (self._exchanges(step) if self._limits_exchanges else 0)
         uniq, inv = np.unique(keys, return_inverse=True)
         fabric, qps = self.fabric, self.cfg.qps
-        if fabric.max_work is not None:  # searching a pair's routes is work too: bounded before it is done
-            known = net._routes  # the compiled topology's route cache, keyed as _Compiled.route keys it
-            fresh = sum(1 for u in uniq.tolist() if (u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
-                        not in known)
-            fabric.route_work += WORK_PER_INSTANT * fresh
-            if fabric.work > fabric.max_work:
-                fabric.check_work(None, f"before routing {fresh} new rank pairs")
+        # searching a pair's routes is work too: counted, and bounded, before it is done
+        known = net._routes  # the compiled topology's route cache, keyed as _Compiled.route keys it
+        fresh = sum(1 for u in uniq.tolist() if (u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
+                    not in known)
+        fabric.route_work += WORK_PER_INSTANT * fresh
+        if fabric.max_work is not None and fabric.work > fabric.max_work:
+            fabric.check_work(None, f"before routing {fresh} new rank pairs")
         groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, qps, bool(u % 2)) for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
         g_n = np.array([len(g) for g in groups], dtype=np.int64)

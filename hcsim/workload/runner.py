@@ -26,7 +26,13 @@ from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
-from ..limits import MAX_DES_TRANSFERS, MAX_FLOW_UPDATES, MAX_JOB_OPS, MAX_JOB_WORK
+from ..limits import (
+    MAX_DES_TRANSFERS,
+    MAX_FLOW_UPDATES,
+    MAX_JOB_OPS,
+    MAX_JOB_WORK,
+    WORK_PER_RANK_OP,
+)
 from ..progress import check_progress, progress_bar
 from ..topology.io import load_topology
 from ..topology.model import ROUTING_POLICIES
@@ -269,6 +275,7 @@ class _Job:
 
     def _done(self, i: int, ranks, now: float) -> None:
         """Operation ``i`` finished on ``ranks`` at ``now``: release what waited for it."""
+        self._bookkeeping(len(ranks), now)
         ready = defaultdict(list)
         for r in ranks:
             r = int(r)
@@ -289,6 +296,7 @@ class _Job:
 
     def _begin(self, i: int, ranks: list, now: float) -> None:
         """``ranks`` reached operation ``i`` at ``now`` with everything it waits for done."""
+        self._bookkeeping(len(ranks), now)
         op = self.ops[i]
         for r in ranks:
             self.start_s[(i, r)] = now
@@ -305,6 +313,13 @@ class _Job:
                 self.fabric.call_at(now + launch, lambda t, run=run, local=local: run.enter(local, t))
             else:
                 run.enter(local, now)
+
+    def _bookkeeping(self, n: int, now: float) -> None:
+        """Count a job's per-(operation, rank) work against the fabric's work bound."""
+        fabric = self.fabric
+        fabric.job_work += WORK_PER_RANK_OP * n
+        if fabric.max_work is not None and fabric.work > fabric.max_work:
+            fabric.check_work(now)
 
     # ---------------------------------------------------------------- compute
     def _roofline(self, op: Compute, r: int) -> float:
