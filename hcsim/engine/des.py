@@ -250,9 +250,10 @@ class Fabric:
         self.max_work = max_work
         self.lone_work = 0
         self.route_work = 0
+        self.routed: set = set()  # (node pair key, routing options) this fabric has counted
         self.job_work = 0
         """Work a job's runner counts for its own bookkeeping (:data:`hcsim.limits.WORK_PER_RANK_OP`)."""
-        """Work of route searches: :data:`WORK_PER_INSTANT` per rank pair routed afresh."""
+        """Work of routing: :data:`WORK_PER_INSTANT` per rank pair the fabric's runs route."""
         """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
         self.pad = len(net.capacity_Bps)
@@ -863,13 +864,15 @@ class FlowSimulator:
         keys = nodes * 2 + (self._exchanges(step) if self._limits_exchanges else 0)
         uniq, inv = np.unique(keys, return_inverse=True)
         fabric, qps = self.fabric, self.cfg.qps
-        # searching a pair's routes is work too: counted, and bounded, before it is done
-        known = net._routes  # the compiled topology's route cache, keyed as _Compiled.route keys it
-        fresh = sum(1 for u in uniq.tolist() if (u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
-                    not in known)
-        fabric.route_work += WORK_PER_INSTANT * fresh
+        # routing is work too: each rank pair counts once per fabric (a call, or a job), counted and
+        # bounded before it is done; whether or not the topology has searched it before, so a
+        # call's work (and whether a bound stops it) does not depend on what ran on it earlier
+        routed, opts = fabric.routed, (policy, seed, qps)
+        new = [u for u in uniq.tolist() if (u, opts) not in routed]
+        routed.update((u, opts) for u in new)
+        fabric.route_work += WORK_PER_INSTANT * len(new)
         if fabric.max_work is not None and fabric.work > fabric.max_work:
-            fabric.check_work(None, f"before routing {fresh} new rank pairs")
+            fabric.check_work(None, f"before routing {len(new)} rank pairs")
         groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, qps, bool(u % 2)) for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
         g_n = np.array([len(g) for g in groups], dtype=np.int64)
