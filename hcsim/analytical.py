@@ -32,6 +32,8 @@ from .algorithms.cost import AlphaBetaGamma
 from .algorithms.schedule import Schedule
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.fairshare import max_min_rates
+from .errors import WorkLimitError
+from .limits import WORK_PER_INSTANT
 
 
 def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineConfig | None = None) -> float:
@@ -57,7 +59,7 @@ def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineCon
 
 def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp", seed: int = 0,
                     step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1, *, inline_reduce: bool = True,
-                    reduce_time_factor: float = 1.0):
+                    reduce_time_factor: float = 1.0, max_work: int | None = None):
     """Alpha, beta and gamma for ``schedule`` on ``topo`` (see module docs).
 
     With ``levels > 1`` returns a tuple, one :class:`AlphaBetaGamma` per level, each read
@@ -68,6 +70,9 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
 
     Every distinct rank pair is routed once, then read off the path arrays in one pass
     (linear in the pairs; :func:`cached_path_parameters` keeps the answer for later calls).
+    Routing counts as the engine counts it, :data:`~hcsim.limits.WORK_PER_INSTANT` units a pair:
+    a schedule whose pairs would pass ``max_work`` is refused before any is routed
+    (:class:`~hcsim.errors.WorkLimitError`; None: no bound).
 
     Examples
     --------
@@ -103,6 +108,11 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
             red = [np.unique(np.concatenate(red))]
     pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
     reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
+    if max_work is not None and len(pairs) * WORK_PER_INSTANT > max_work:
+        raise WorkLimitError(
+            f"max_work = {max_work}: mode 'analytical' routes every distinct rank pair of "
+            f"{schedule.algorithm}'s schedule, {len(pairs):,} here ({WORK_PER_INSTANT} units each: "
+            f"{len(pairs) * WORK_PER_INSTANT:,}); use fewer ranks, or raise max_work (--max-work)")
     src, dst = np.divmod(pairs, p)
     # Route every pair first: routing appends to the path store, whose arrays are rebuilt
     # after each addition, so they are read once, after the last route.
@@ -143,7 +153,8 @@ CACHE_LIMIT = 4096
 
 def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: str = "ecmp", seed: int = 0,
                            step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1, *,
-                           inline_reduce: bool = True, reduce_time_factor: float = 1.0, net=None):
+                           inline_reduce: bool = True, reduce_time_factor: float = 1.0, net=None,
+                           max_work: int | None = None):
     """:func:`path_parameters`, remembered per compiled topology and ``schedule_key``.
 
     ``schedule_key`` (hashable) must determine the rank pairs ``schedule`` uses and which of
@@ -175,7 +186,8 @@ def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: st
     if hit is None:
         sched = schedule() if callable(schedule) else schedule
         hit = path_parameters(topo, rank_nodes, sched, routing, seed, step_overhead_s, levels, qps,
-                              inline_reduce=inline_reduce, reduce_time_factor=reduce_time_factor)
+                              inline_reduce=inline_reduce, reduce_time_factor=reduce_time_factor,
+                              max_work=max_work)
         if len(table) >= CACHE_LIMIT:
             table.clear()
         table[key] = hit

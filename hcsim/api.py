@@ -289,7 +289,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         key = (spec, collective, args.p, servers, pods, root,
                None if send_matrix is None else np.asarray(args.send_matrix, dtype=np.int64).tobytes())
         abg = _analytical_parameters(topo, rank_nodes, spec, key, schedules[0][0], routing, ecmp_seed,
-                                     cfg.step_overhead_s, qps, cfg.inline_reduce, cfg.reduce_time_factor)
+                                     cfg.step_overhead_s, qps, cfg.inline_reduce, cfg.reduce_time_factor,
+                                     max_work=max_work)
         t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
@@ -884,7 +885,7 @@ class _SpecPlan:
             st["verified"] = True
         self.abg = _analytical_parameters(ctx.topo, ctx.rank_nodes, spec, key, schedule, o["routing"],
                                           o["ecmp_seed"], ctx.step_s, ctx.qps, ctx.inline_ok, ctx.factor,
-                                          net=ctx.net)
+                                          net=ctx.net, max_work=o["max_work"])
         self.work = st
 
     def times(self, sizes) -> list:
@@ -942,14 +943,14 @@ class _SpecPlan:
 
 
 def _analytical_parameters(topo, rank_nodes, spec, key, schedule, routing, seed, step_s, qps, inline_ok, factor,
-                           net=None):
+                           net=None, max_work=None):
     """Path parameters of ``spec``'s schedule, cached (:func:`hcsim.analytical.cached_path_parameters`)
     for hcsim's own algorithms, read off ``schedule`` (a Schedule or a builder) otherwise."""
     if _builtin(spec):
         return cached_path_parameters(topo, rank_nodes, key, schedule, routing, seed, step_s, spec.levels, qps,
-                                      inline_reduce=inline_ok, reduce_time_factor=factor, net=net)
+                                      inline_reduce=inline_ok, reduce_time_factor=factor, net=net, max_work=max_work)
     return path_parameters(topo, rank_nodes, schedule() if callable(schedule) else schedule, routing, seed, step_s,
-                           spec.levels, qps, inline_reduce=inline_ok, reduce_time_factor=factor)
+                           spec.levels, qps, inline_reduce=inline_ok, reduce_time_factor=factor, max_work=max_work)
 
 
 class _FastAnalytical:

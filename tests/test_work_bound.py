@@ -163,3 +163,16 @@ def test_cli_max_work_flag(capsys):
 
 def test_default_bound_is_documented_seconds():
     assert 1_000_000 <= MAX_WORK <= 10_000_000
+
+
+def test_analytical_mode_bounds_its_routing():
+    # a pairwise alltoall of 8 ranks routes its 56 rank pairs once; its closed form needs them all
+    ok = hcsim.simulate(full_mesh(8, 1e9, 1e-6), "alltoall", 8 << 10, "pairwise", mode="analytical",
+                        max_work=56 * WORK_PER_INSTANT)
+    assert ok.time_s > 0
+    with pytest.raises(WorkLimitError, match="56 here"):
+        hcsim.simulate(full_mesh(8, 1e9, 1e-6), "alltoall", 8 << 10, "pairwise", mode="analytical",
+                       max_work=56 * WORK_PER_INSTANT - 1)
+    df = hcsim.sweep(full_mesh(8, 1e9, 1e-6), "alltoall", sizes=["8K", "16K"], algorithms=["pairwise", "mesh"],
+                     mode="analytical", max_work=56 * WORK_PER_INSTANT)
+    assert df["time_us"].notna().all()
