@@ -9,11 +9,14 @@ override). The numbers are set so that a case at the limit finishes in minutes o
 
 from __future__ import annotations
 
-MAX_NPUS = 131_072
-"""Most NPUs a topology builder makes (2^17: 8x the 16,384-NPU clusters hcsim targets)."""
+MAX_NPUS = 32_768
+"""Most NPUs a topology builder makes (2^15: twice the 16,384-NPU clusters hcsim targets). Building
+and compiling the largest takes seconds (a 4,096-server A2 pod, 32,768 NPUs: 2.3 s + 2.1 s of CPU
+here, docs/performance.md); the 131,072 allowed before took about four times as long, before any
+simulation."""
 
-MAX_NODES = 262_144
-"""Most nodes (NPUs, switches, NICs) a topology may hold."""
+MAX_NODES = 131_072
+"""Most nodes (NPUs, switches, NICs) a topology may hold (the 4,096-server A2 pod has 66,564)."""
 
 MAX_LINKS = 1_000_000
 """Most directed links a topology may hold (a full mesh of 1,000 NPUs has 999,000; a 700-NPU one
