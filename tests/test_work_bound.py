@@ -176,3 +176,15 @@ def test_analytical_mode_bounds_its_routing():
     df = hcsim.sweep(full_mesh(8, 1e9, 1e-6), "alltoall", sizes=["8K", "16K"], algorithms=["pairwise", "mesh"],
                      mode="analytical", max_work=56 * WORK_PER_INSTANT)
     assert df["time_us"].notna().all()
+
+
+def test_topology_summary_skips_the_bisection_of_a_large_graph(monkeypatch):
+    from hcsim.topology import summary
+
+    topo = leaf_spine(2, 4, 1, 10e9, 1e-6)
+    small = summary.summarize(topo)
+    assert small["bisection_GBps"] == summary.bisection_bandwidth_Bps(topo) / 1e9 > 0
+    monkeypatch.setattr(summary, "MAX_BISECTION_LINKS", small["links"] - 1)
+    big = summary.summarize(topo)
+    assert big["bisection_GBps"] is None
+    assert f"not computed ({small['links']:,} links" in summary.format_summary(big)

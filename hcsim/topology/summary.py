@@ -9,6 +9,11 @@ import networkx as nx
 from ..errors import bad_value
 from .model import Topology, _check_graph
 
+MAX_BISECTION_LINKS = 50_000
+"""Most directed links :func:`summarize` computes the bisection bandwidth for (a max flow over the
+whole graph: 12 s on the 2,048-server A2 pod's 184k links); beyond, it reports none and
+:func:`bisection_bandwidth_Bps` still computes it when called."""
+
 
 def _checked(topo):
     """``topo`` if it is a Topology whose graph hcsim can read (else one line)."""
@@ -52,7 +57,9 @@ def summarize(topo) -> dict:
     servers = {(topo.npu_spec(n).pod, topo.npu_spec(n).server) for n in topo.npus}
     return {"name": topo.name, "description": topo.description, "npus": kinds.get("npu", 0),
             "servers": len(servers), "nodes": dict(kinds), "tiers": tiers,
-            "bisection_GBps": bisection_bandwidth_Bps(topo) / 1e9,
+            "links": topo.graph.number_of_edges(),
+            "bisection_GBps": (bisection_bandwidth_Bps(topo) / 1e9
+                               if topo.graph.number_of_edges() <= MAX_BISECTION_LINKS else None),
             "step_overhead_us": topo.defaults.step_overhead_s * 1e6,
             "launch_overhead_us": topo.defaults.launch_overhead_s * 1e6}
 
@@ -66,6 +73,10 @@ def format_summary(info: dict) -> str:
         bws = ", ".join(f"{b:g}" for b in sorted(t["bandwidths_GBps"]))
         lats = ", ".join(f"{x:g}" for x in sorted(t["latencies_us"]))
         lines.append(f"    {tier:<8} {t['links']:>6} links, {bws} GB/s, {lats} us")
-    lines.append(f"  bisection bandwidth (rank-order halves, one direction): {info['bisection_GBps']:.1f} GB/s")
+    if info["bisection_GBps"] is None:
+        lines.append(f"  bisection bandwidth: not computed ({info['links']:,} links, more than "
+                     f"{MAX_BISECTION_LINKS:,}: hcsim.topology.summary.bisection_bandwidth_Bps computes it)")
+    else:
+        lines.append(f"  bisection bandwidth (rank-order halves, one direction): {info['bisection_GBps']:.1f} GB/s")
     lines.append(f"  per-step overhead {info['step_overhead_us']:g} us, launch overhead {info['launch_overhead_us']:g} us")
     return "\n".join(x for x in lines if x is not None)
