@@ -273,7 +273,7 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
         if extra:
             raise ConfigError(f"workload: key {extra[0]!r} cannot be used with 'generator' (a generator makes "
                               "the operations)")
-        workload, gen, params = _generated(workload_doc, name, topo, layout, model)
+        workload, gen, params = _generated(workload_doc, name, topo, layout, model, options.get("max_ops"))
     else:
         if "ops" not in workload_doc:
             raise ConfigError("workload: missing key 'ops' (or 'generator')")
@@ -623,7 +623,7 @@ def _add(workload, c: dict, suffix: str) -> None:
 
 # ---- generated workloads -------------------------------------------------------------------------
 
-def _generated(w: dict, name: str, topo: Topology, layout: dict, model):
+def _generated(w: dict, name: str, topo: Topology, layout: dict, model, max_ops: int | None = None):
     try:
         from .workload.generators import GENERATORS
     except ImportError:  # pragma: no cover - the generators arrive with issue 13's other items
@@ -646,8 +646,12 @@ def _generated(w: dict, name: str, topo: Topology, layout: dict, model):
                        + "; known: " + ", ".join(sorted(settable)))
     context = {"topology": topo, "layout": layout or None, "model": model, "name": name}
     kwargs = {k: v for k, v in context.items() if k in known and v is not None}
+    from .limits import MAX_JOB_OPS
+    from .workload.generators import op_limit
+
     try:
-        workload = fn(**kwargs, **params)
+        with op_limit(max_ops or MAX_JOB_OPS):
+            workload = fn(**kwargs, **params)
     except HcsimError as exc:
         msg = str(exc).removeprefix(f"{gen}: ")
         head = msg.split(" = ", 1)[0]

@@ -188,3 +188,17 @@ def test_topology_summary_skips_the_bisection_of_a_large_graph(monkeypatch):
     big = summary.summarize(topo)
     assert big["bisection_GBps"] is None
     assert f"not computed ({small['links']:,} links" in summary.format_summary(big)
+
+
+def test_generators_stop_at_the_operation_bound_while_generating():
+    from hcsim.scenario import load_scenario
+    from hcsim.workload.generators import data_parallel, op_limit
+
+    doc = {"topology": "atlas800t-a2", "model": "resnet50", "options": {"max_ops": 5},
+           "workload": {"generator": "data_parallel"}}
+    with pytest.raises(WorkLimitError, match=r"max_ops = 5: workload .* passed 5 operations while being generated"):
+        load_scenario(doc)
+    del doc["options"]
+    assert len(load_scenario(doc).workload.ops) > 5  # the default bound lets it through
+    with op_limit(3), pytest.raises(WorkLimitError, match="max_ops = 3"):
+        data_parallel(topology=hcsim.load_topology("atlas800t-a2"))

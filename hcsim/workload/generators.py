@@ -38,6 +38,8 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import csv
 import math
 import numbers
@@ -45,7 +47,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, HcsimError, bad_value
+from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value
+from ..limits import MAX_JOB_OPS
 from .graph import (
     COMM_STREAM,
     COMPUTE_STREAM,
@@ -202,23 +205,46 @@ class _Graph:
     def __init__(self, name: str, timer: _Timer):
         self.w = Workload(name=name)
         self.timer = timer
+        self.max_ops = _MAX_OPS.get()
+
+    def _add(self, op):
+        """Add ``op``; refuse a workload past the job's operation bound while it is generated."""
+        if len(self.w.ops) >= self.max_ops:
+            raise WorkLimitError(f"max_ops = {self.max_ops}: workload {self.w.name!r} passed {self.max_ops:,} operations "
+                                 "while being generated; use fewer (fewer micro-batches or layers, granularity='stage'),"
+                                 " or raise max_ops (options.max_ops in a scenario)")
+        return self.w._add(op)
 
     def compute(self, name, ranks: tuple, flops, nbytes, dtype, *, after=(), stream=COMPUTE_STREAM, scale=1.0):
         f = self.timer.fields(flops * scale, nbytes * scale, dtype)
-        return self.w._add(Compute(name=name, stream=stream, after=after, ranks=ranks, **f))
+        return self._add(Compute(name=name, stream=stream, after=after, ranks=ranks, **f))
 
     def collective(self, name, comm, collective, size, *, dtype, algorithm, stream, after=(), matrix=None):
-        return self.w._add(Collective(name=name, stream=stream, after=after, comm=comm, collective=collective,
+        return self._add(Collective(name=name, stream=stream, after=after, comm=comm, collective=collective,
                                       size_bytes=int(size), algorithm=algorithm, dtype=dtype, send_matrix=matrix))
 
     def send(self, name, src, dst, size, *, stream, after=()):
-        return self.w._add(SendRecv(name=name, stream=stream, after=after, src=src, dst=dst, size_bytes=int(size)))
+        return self._add(SendRecv(name=name, stream=stream, after=after, src=src, dst=dst, size_bytes=int(size)))
 
     def record(self, name, ranks: tuple, event: str, stream: str):
-        return self.w._add(RecordEvent(name=name, stream=stream, ranks=ranks, event=event))
+        return self._add(RecordEvent(name=name, stream=stream, ranks=ranks, event=event))
 
     def wait(self, name, ranks: tuple, event: str, stream: str):
-        return self.w._add(WaitEvent(name=name, stream=stream, ranks=ranks, event=event))
+        return self._add(WaitEvent(name=name, stream=stream, ranks=ranks, event=event))
+
+
+_MAX_OPS: contextvars.ContextVar[int] = contextvars.ContextVar("max_ops", default=MAX_JOB_OPS)
+
+
+@contextlib.contextmanager
+def op_limit(max_ops: int):
+    """Generators called inside stop, in one line, past ``max_ops`` operations
+    (:data:`hcsim.limits.MAX_JOB_OPS` outside; a scenario's ``options.max_ops`` inside its load)."""
+    token = _MAX_OPS.set(max_ops)
+    try:
+        yield
+    finally:
+        _MAX_OPS.reset(token)
 
 
 # --- gradient buckets ----------------------------------------------------------------------------
