@@ -107,3 +107,21 @@ def test_rails_needs_one_rail_per_index():
         leaf_spine(2, 4, 2, 100e9, rails=True)
     with pytest.raises(hcsim.ConfigError, match="rails"):
         leaf_spine(2, 4, 4, 100e9, rails="yes")
+
+
+def test_open_mpi_systems_rows_run_open_mpis_choice():
+    # the corpus default (algorithm="library"): an `openmpi` system's rows that name no algorithm
+    # run coll_tuned's pick, others HCCL's choice
+    from hcsim.corpus import _library, load_corpus
+
+    csd3 = next(s for s in load_corpus() if s["system"].startswith("CSD3") and "InfiniBand" in s["system"])
+    m = csd3["measured"]
+    ran = _library(m, csd3["topology"], csd3["transport"])
+    pick = dict(zip(zip(ran.collective, ran.size_bytes, strict=True), ran.algorithm, strict=True))
+    assert pick[("allreduce", 8192)] == "rd" and pick[("allreduce", 16384)] == "ring"
+    assert pick[("allgather", 32768)] == "hd" and pick[("allgather", 65536)] == "ne"
+    assert pick[("alltoall", 8192)] == "bruck" and pick[("alltoall", 16384)] == "mesh"
+    assert pick[("alltoall", 262144)] == "pairwise"
+    intel = next(s for s in load_corpus() if s["system"].endswith("InfiniBand, Intel MPI"))
+    same = _library(intel["measured"], intel["topology"], intel["transport"])
+    assert "ne" not in set(same.algorithm) and "bruck" not in set(same.algorithm)
