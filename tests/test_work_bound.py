@@ -202,3 +202,11 @@ def test_generators_stop_at_the_operation_bound_while_generating():
     assert len(load_scenario(doc).workload.ops) > 5  # the default bound lets it through
     with op_limit(3), pytest.raises(WorkLimitError, match="max_ops = 3"):
         data_parallel(topology=hcsim.load_topology("atlas800t-a2"))
+
+
+def test_the_issues_runaway_cases_stop_at_the_default_bound():
+    # a flat mesh allgather over the A3 superpod's 256 dies (65,280 flows a step) ran about
+    # 4 minutes per size before the work bound; it now stops at MAX_WORK units, in one line
+    with pytest.raises(WorkLimitError) as e:
+        hcsim.simulate("atlas900-a3-superpod", "allgather", "1MiB", "mesh")
+    assert e.value.work > MAX_WORK and e.value.work - MAX_WORK < 100_000 and "\n" not in str(e.value)
