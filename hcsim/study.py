@@ -63,7 +63,7 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     check_collective_name(collective)
     check_options(kwargs, exclude=("algorithm", "ranks", "mode", "hccl_algo", "hccl", "progress"), where="select")
     check_progress(progress)
-    if mode not in ("des", "analytical"):
+    if not isinstance(mode, str) or mode not in ("des", "analytical"):
         raise bad_value("mode", mode, "one of des, analytical")
     if hccl is not None and not isinstance(hccl, HcclConfig):
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")

@@ -14,3 +14,18 @@ from hcsim.topology import ring
 def test_record_and_verify_take_only_auto_true_false(field, value):
     with pytest.raises(ConfigError, match=f"^{field} = .*'auto', True or False"):
         hcsim.simulate(ring(4, 25e9, 2e-6), "reduce", 1000, "ring", **{field: value})
+
+
+def test_select_mode_given_an_array_is_the_one_line_error():
+    with pytest.raises(ConfigError, match="^mode = "):
+        hcsim.select(ring(2, 25e9, 2e-6), "alltoallv", sizes=("8", "64K"), mode=np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("algorithm", [int, lambda args: 1 / 0, lambda args: [][1]])
+def test_a_user_algorithm_that_raises_is_one_schedule_error(algorithm):
+    from hcsim.errors import ScheduleError
+    from hcsim.topology import torus
+
+    with pytest.raises(ScheduleError, match=r"^algorithm .* raised (TypeError|ZeroDivisionError|IndexError)") as e:
+        hcsim.simulate(torus((3, 2), 10e9, 1e-6), "gather", "1K", algorithm)
+    assert "\n" not in str(e.value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ScheduleError, bad_value, unknown_name
+from ..errors import HcsimError, ScheduleError, bad_value, unknown_name
 from .cost import AlphaBetaGamma
 from .schedule import COLLECTIVES, ROOTED, CollectiveArgs, Schedule, split_bytes
 
@@ -143,8 +143,20 @@ def _call(args: CollectiveArgs) -> tuple:
 
 
 def run_builder(spec: AlgorithmSpec, args: CollectiveArgs) -> Schedule:
-    """Call an algorithm's builder and check it answered the call it was given."""
-    sched = spec.build(args)
+    """Call an algorithm's builder and check it answered the call it was given.
+
+    A user's builder that raises anything but an hcsim error is reported in one line
+    (:class:`ScheduleError` naming the algorithm and the exception), not as its traceback."""
+    if not spec.user:
+        sched = spec.build(args)
+    else:
+        try:
+            sched = spec.build(args)
+        except HcsimError:
+            raise
+        except Exception as exc:  # a user's callable (or a class such as int given as one)
+            raise ScheduleError(f"algorithm {spec.name!r} raised {type(exc).__name__} when called with the call's "
+                                f"CollectiveArgs: {exc}") from None
     if not isinstance(sched, Schedule):
         raise ScheduleError(f"algorithm {spec.name!r} returned {type(sched).__name__}, not a Schedule")
     if _call(sched.args) != _call(args):  # the layout (servers, pods) is advice, not part of the call
