@@ -358,14 +358,19 @@ def _verify_once(spec, schedule, force: bool = False) -> None:
     A built-in algorithm's transfers (rank pairs, chunk ranges, reduce flags, steps) do not
     depend on the size (tests/test_analytical_fast.py checks every family), and its bytes are
     its chunks' bytes by construction; so a size-by-size study verifies each (algorithm,
-    layout) once, keyed also by the size modulo the ranks (the uneven-split class). A user's
+    layout) once, keyed also by the size modulo the ranks (the uneven-split class) and, for
+    alltoallv, by which entries of its send matrix are not zero. A user's
     algorithm, or ``verify=True``, is verified every time.
     """
     if spec.user or force:
         _verify_schedule(schedule)
         return
     a = schedule.args
-    key = (spec.name, a.collective, a.p, a.servers, a.pods, a.root, a.send_matrix, a.nbytes % a.p,
+    # an alltoallv's blocks are its matrix's entries by construction too: which pairs send
+    # anything is its structure, not how much (a sweep's uniform matrices differ only in bytes)
+    matrix = (None if a.send_matrix is None else
+              (a.p, np.packbits(np.asarray(a.send_matrix, dtype=np.int64) != 0).tobytes()))
+    key = (spec.name, a.collective, a.p, a.servers, a.pods, a.root, matrix, a.nbytes % a.p,
            schedule.num_chunks)
     if key in _VERIFIED:
         return

@@ -3,6 +3,7 @@ one bound per command (a call, a sweep, a selection study, an hccl_test run, a j
 
 import math
 
+import numpy as np
 import pytest
 
 import hcsim
@@ -210,3 +211,18 @@ def test_the_issues_runaway_cases_stop_at_the_default_bound():
     with pytest.raises(WorkLimitError) as e:
         hcsim.simulate("atlas900-a3-superpod", "allgather", "1MiB", "mesh")
     assert e.value.work > MAX_WORK and e.value.work - MAX_WORK < 100_000 and "\n" not in str(e.value)
+
+
+def test_alltoallv_is_verified_once_per_pattern_of_its_matrix(monkeypatch):
+    import hcsim.api as api
+
+    calls = []
+    monkeypatch.setattr(api, "_verify_schedule", lambda s: calls.append(s.args.nbytes))
+    monkeypatch.setattr(api, "_VERIFIED", {})
+    topo = full_mesh(8, 1e9, 1e-6)
+    hcsim.sweep(topo, "alltoallv", sizes=["1K", "2K", "4K", "8K"], algorithms=["pairwise"])
+    assert calls == [1024]  # uniform matrices of every size: the same pairs send
+    m = np.ones((8, 8), dtype=np.int64) * 100
+    m[0, 1] = 0  # another pattern: verified again
+    hcsim.simulate(topo, "alltoallv", None, "pairwise", send_matrix=m)
+    assert len(calls) == 2
