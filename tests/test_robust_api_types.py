@@ -29,3 +29,10 @@ def test_a_user_algorithm_that_raises_is_one_schedule_error(algorithm):
     with pytest.raises(ScheduleError, match=r"^algorithm .* raised (TypeError|ZeroDivisionError|IndexError)") as e:
         hcsim.simulate(torus((3, 2), 10e9, 1e-6), "gather", "1K", algorithm)
     assert "\n" not in str(e.value)
+
+
+def test_an_alltoallv_matrix_with_nothing_between_ranks_is_refused():
+    # only the diagonal: every rank's data for itself, nothing crosses a link (time 0 before)
+    with pytest.raises(ConfigError, match="^send_matrix = 'zero off its diagonal'"):
+        hcsim.simulate(ring(2, 1e9), "alltoallv", 8, send_matrix=[[1027, 0], [0, 355]])
+    assert hcsim.simulate(ring(2, 1e9), "alltoallv", 8, send_matrix=[[1027, 1], [0, 355]]).time_s > 0

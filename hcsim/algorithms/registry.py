@@ -117,6 +117,9 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
                                 f"a {p} x {p} matrix of byte counts >= 0 (row i: what rank i sends)")
             if sizes.sum() <= 0:
                 raise bad_value("send_matrix", "all zeros", "at least one byte to send")
+            if sizes.sum() == np.trace(sizes):  # a rank's block for itself stays in its own memory
+                raise bad_value("send_matrix", "zero off its diagonal",
+                                "at least one byte from one rank to another (row i, column j != i)")
         matrix = tuple(map(tuple, sizes.tolist()))  # Python ints
         nbytes = -(-int(sizes.sum()) // p)  # the mean send buffer, the size bandwidth is reported for
     elif send_matrix is not None:
