@@ -7,6 +7,7 @@ import functools
 import inspect
 import math
 import numbers
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -216,7 +217,10 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
         results = []
         for c in cands:  # one work bound for the whole race
-            results.append(simulate(topo, collective, size, c, max_work=_left(max_work, results), **kw))
+            try:
+                results.append(simulate(topo, collective, size, c, max_work=_left(max_work, results), **kw))
+            except WorkLimitError as exc:  # in terms of the call's bound, with what every candidate did
+                raise _whole_call(exc, max_work, sum(r.config.get("work", 0) for r in results)) from None
         best = min(results, key=lambda r: r.time_s)
         best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"
         best.config["candidates"] = {r.algorithm: r.time_s for r in results}
@@ -313,8 +317,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
             try:
                 elapsed = sim.run()
             except WorkLimitError as exc:  # what the call's earlier loops took counts too
-                exc.work = work + getattr(exc, "work", 0)
-                raise
+                raise _whole_call(exc, max_work, work) from None
             if sim.on_progress is not None:
                 sim.on_progress(len(schedule.steps))  # a rank-less last step is never retired
             if i == 0:
@@ -500,6 +503,23 @@ class WorkBudget:
                 "routed, 1 per flow-rate "
                 "update, about 1 us each); use mode='analytical', fewer ranks, sizes or algorithms, or raise "
                 "max_work (--max-work; 0: no bound)")
+
+
+def _whole_call(exc: WorkLimitError, max_work, before: int) -> WorkLimitError:
+    """``exc`` from one part of a call (a CCL-buffer loop, a candidate of ``best``) that ``before``
+    units of the call's work preceded: carrying the call's work, and naming the call's bound
+    rather than what the part was left of it."""
+    if getattr(exc, "work", None) is None and not before:
+        return exc
+    exc.work = before + (getattr(exc, "work", None) or 0)
+    if max_work is not None and before:
+        msg = re.sub(r"^max_work = \d+: the run passed \d+ units",
+                     f"max_work = {max_work}: the run passed {exc.work} units", str(exc))
+        msg = re.sub(r"^max_work = \d+: the earlier simulations of this command took all of it \(\d+ units",
+                     f"max_work = {max_work}: the earlier simulations of this command took all of it ({exc.work} units",
+                     msg)
+        exc.args = (msg,)
+    return exc
 
 
 def _left(max_work, results) -> int | None:

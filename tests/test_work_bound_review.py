@@ -1,0 +1,43 @@
+"""Review of the engine work bound (max_work): cases a demanding user tried that broke it."""
+
+import re
+
+import pytest
+
+import hcsim
+from hcsim.errors import WorkLimitError
+from hcsim.topology import leaf_spine
+
+
+def _contended():
+    return leaf_spine(2, 4, 1, 10e9, 1e-6, oversubscription=4)
+
+
+def test_best_stopped_by_its_bound_names_the_calls_bound_and_all_its_work():
+    # a later candidate stopped: the error is in terms of the call's bound and carries what every
+    # candidate did (a sweep's budget takes it off); it named what was left and one candidate's work
+    full = hcsim.simulate(_contended(), "alltoall", "1MiB", "best", max_work=None).config["work"]
+    with pytest.raises(WorkLimitError) as info:
+        hcsim.simulate(_contended(), "alltoall", "1MiB", "best", max_work=full - 1)
+    assert str(info.value).startswith(f"max_work = {full - 1}: ")
+    assert info.value.work > full - 1
+    assert "\n" not in str(info.value)
+
+
+def test_sweep_of_best_spends_what_a_refused_point_did():
+    full = hcsim.simulate(_contended(), "alltoall", "1MiB", "best", max_work=None).config["work"]
+    df = hcsim.sweep(_contended(), "alltoall", sizes=["1MiB", "1MiB", "1MiB"], algorithms=["best"],
+                     max_work=2 * full - 1)
+    assert list(df["refused"] != "") == [False, True, True]
+    # the second point ran candidates until the bound: all of their work is spent, past the bound
+    spent = int(re.search(r"passed it here \((\d+) units", df["refused"].iloc[1]).group(1))
+    assert spent > 2 * full - 1
+    assert "took all of it" in df["refused"].iloc[2]
+
+
+def test_a_later_buffer_loop_stopped_names_the_calls_bound():
+    full = hcsim.simulate("atlas800t-a2", "allreduce", "300MiB", "ring", max_work=None)
+    assert full.config["buffer_loops"] == 2
+    with pytest.raises(WorkLimitError) as info:
+        hcsim.simulate("atlas800t-a2", "allreduce", "300MiB", "ring", max_work=full.config["work"] - 1)
+    assert str(info.value).startswith(f"max_work = {full.config['work'] - 1}: the run passed {info.value.work} ")
