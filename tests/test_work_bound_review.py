@@ -41,3 +41,20 @@ def test_a_later_buffer_loop_stopped_names_the_calls_bound():
     with pytest.raises(WorkLimitError) as info:
         hcsim.simulate("atlas800t-a2", "allreduce", "300MiB", "ring", max_work=full.config["work"] - 1)
     assert str(info.value).startswith(f"max_work = {full.config['work'] - 1}: the run passed {info.value.work} ")
+
+
+def test_a_job_stopped_by_its_bound_says_how_a_job_raises_it():
+    # hcsim run / whatif / plan have no --max-work flag: a job's bound is run(max_work=) or a
+    # scenario's options.max_work, and a job has no analytical mode
+    from hcsim.workload import Workload, run
+
+    w = Workload("pairs")
+    c = w.communicator("all", list(range(8)))
+    w.collective("a2a", c, "alltoall", 1 << 20, algorithm="pairwise")
+    free = run(_contended(), w, max_work=None).config["work"]
+    with pytest.raises(WorkLimitError) as info:
+        run(_contended(), w, max_work=free - 1)
+    msg = str(info.value)
+    assert msg.startswith(f"max_work = {free - 1}: ")
+    assert "--max-work" not in msg and "mode='analytical'" not in msg
+    assert "options.max_work" in msg and "\n" not in msg

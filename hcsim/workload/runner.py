@@ -125,7 +125,17 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
     job = _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
                max_flow_updates, _starts(start_s, world), max_work)
     with progress_bar(len(workload.ops), f"job {workload.name}", progress) as job.bar:
-        return job.play()
+        try:
+            return job.play()
+        except WorkLimitError as exc:  # the engine's advice is a call's: a job raises its bound elsewhere
+            if str(exc).endswith(_CALL_ADVICE):
+                exc.args = (str(exc)[:-len(_CALL_ADVICE)] + _JOB_ADVICE,)
+            raise
+
+
+_CALL_ADVICE = "use mode='analytical', fewer ranks or sizes, or raise max_work (--max-work)"
+_JOB_ADVICE = ("use fewer ranks, operations or sizes, or raise max_work (run's max_work=, a scenario's "
+               "options.max_work or --set options.max_work=N; 0 there: no bound)")
 
 
 def _speeds(speed, world: int) -> np.ndarray:
