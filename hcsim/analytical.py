@@ -59,7 +59,7 @@ def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineCon
 
 def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp", seed: int = 0,
                     step_overhead_s: float = 0.0, levels: int = 1, qps: int = 1, *, inline_reduce: bool = True,
-                    reduce_time_factor: float = 1.0, max_work: int | None = None):
+                    reduce_time_factor: float = 1.0, max_work: int | None = None, _pairs: list | None = None):
     """Alpha, beta and gamma for ``schedule`` on ``topo`` (see module docs).
 
     With ``levels > 1`` returns a tuple, one :class:`AlphaBetaGamma` per level, each read
@@ -108,11 +108,9 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
             red = [np.unique(np.concatenate(red))]
     pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
     reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
-    if max_work is not None and len(pairs) * WORK_PER_INSTANT > max_work:
-        raise WorkLimitError(
-            f"max_work = {max_work}: mode 'analytical' routes every distinct rank pair of "
-            f"{schedule.algorithm}'s schedule, {len(pairs):,} here ({WORK_PER_INSTANT} units each: "
-            f"{len(pairs) * WORK_PER_INSTANT:,}); use fewer ranks, or raise max_work (--max-work)")
+    _check_pairs(len(pairs), schedule.algorithm, max_work)
+    if _pairs is not None:  # for cached_path_parameters: a cached answer is bounded as a fresh one
+        _pairs.append((len(pairs), schedule.algorithm))
     src, dst = np.divmod(pairs, p)
     # Route every pair first: routing appends to the path store, whose arrays are rebuilt
     # after each addition, so they are read once, after the last route.
@@ -144,6 +142,15 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
         gamma = float(g[mine].max()) if mine.any() else 0.0
         out.append(AlphaBetaGamma(step_overhead_s + lat, 0.0 if bw == np.inf else 1.0 / bw, gamma))
     return out[0] if levels == 1 else tuple(out)
+
+
+def _check_pairs(n: int, algorithm: str, max_work: int | None) -> None:
+    """Refuse routing ``n`` rank pairs past ``max_work`` (WORK_PER_INSTANT units each)."""
+    if max_work is not None and n * WORK_PER_INSTANT > max_work:
+        raise WorkLimitError(
+            f"max_work = {max_work}: mode 'analytical' routes every distinct rank pair of "
+            f"{algorithm}'s schedule, {n:,} here ({WORK_PER_INSTANT} units each: "
+            f"{n * WORK_PER_INSTANT:,}); use fewer ranks, or raise max_work (--max-work)")
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -185,13 +192,16 @@ def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: st
     hit = table.get(key)
     if hit is None:
         sched = schedule() if callable(schedule) else schedule
-        hit = path_parameters(topo, rank_nodes, sched, routing, seed, step_overhead_s, levels, qps,
+        pairs = []
+        abg = path_parameters(topo, rank_nodes, sched, routing, seed, step_overhead_s, levels, qps,
                               inline_reduce=inline_reduce, reduce_time_factor=reduce_time_factor,
-                              max_work=max_work)
+                              max_work=max_work, _pairs=pairs)
         if len(table) >= CACHE_LIMIT:
             table.clear()
-        table[key] = hit
-    return hit
+        hit = table[key] = (abg, *pairs[0])
+    else:  # whether the bound refuses a call does not depend on what ran before it
+        _check_pairs(hit[1], hit[2], max_work)
+    return hit[0]
 
 
 def _pair_level_array(args, levels, src, dst):

@@ -58,3 +58,22 @@ def test_a_job_stopped_by_its_bound_says_how_a_job_raises_it():
     assert msg.startswith(f"max_work = {free - 1}: ")
     assert "--max-work" not in msg and "mode='analytical'" not in msg
     assert "options.max_work" in msg and "\n" not in msg
+
+
+def test_analytical_bound_does_not_depend_on_an_earlier_unbounded_call():
+    # the path parameters are cached per topology: a cached answer skipped the routing bound, so
+    # the same bounded call was refused on a fresh topology and answered after an unbounded one
+    topo = leaf_spine(2, 4, 1, 10e9, 1e-6)
+
+    def call(max_work):
+        return hcsim.simulate(topo, "alltoall", "1MiB", "pairwise", mode="analytical", max_work=max_work)
+
+    with pytest.raises(WorkLimitError, match="max_work = 100: mode 'analytical' routes"):
+        call(100)
+    free = call(None)
+    with pytest.raises(WorkLimitError, match="max_work = 100: mode 'analytical' routes"):
+        call(100)
+    with pytest.raises(WorkLimitError, match="every point refused"):
+        hcsim.sweep(topo, "alltoall", sizes=["1MiB", "2MiB"], algorithms=["pairwise"], mode="analytical",
+                    max_work=100)
+    assert call(None).time_s == free.time_s
