@@ -77,3 +77,17 @@ def test_analytical_bound_does_not_depend_on_an_earlier_unbounded_call():
         hcsim.sweep(topo, "alltoall", sizes=["1MiB", "2MiB"], algorithms=["pairwise"], mode="analytical",
                     max_work=100)
     assert call(None).time_s == free.time_s
+
+
+def test_hccl_test_stopped_by_its_bound_advises_what_hccl_test_has(capsys):
+    # hccl-test has no mode (it simulates hccl_test, event-driven): its advice named mode='analytical'
+    from hcsim.cli import main
+    from hcsim.hccl.hccl_test import run_hccl_test
+
+    out = run_hccl_test("all_reduce_test", minbytes="8K", maxbytes="64K", max_work=5000)
+    stopped = out.splitlines()[-1]
+    assert stopped.startswith("# stopped before 16384 B: max_work = 5000: ")
+    assert "analytical" not in stopped and "--max-work" in stopped
+    assert main(["hccl-test", "all_reduce_test", "-b", "8K", "-e", "64K", "--max-work", "100"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "max_work = 100: " in err and "analytical" not in err

@@ -17,6 +17,8 @@ HCCL refuses it, and a dtype / op the SDMA engine cannot reduce inline (int64, p
 
 from __future__ import annotations
 
+import re
+
 from ..dtypes import DTYPES as _DTYPES
 from ..dtypes import check_supported, parse_dtype
 from ..errors import WorkLimitError, bad_value, unknown_name
@@ -111,6 +113,10 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
                          algorithm=None if hccl_algo else "auto", dtype=dtype, reduce_op=op, max_work=budget.left())
         except WorkLimitError as exc:
             reason = budget.spend_error(exc)  # in terms of the whole run's bound
+            # hccl_test has no analytical mode and runs HCCL's one choice: its own ways to do less
+            reason = re.sub(r"use mode='analytical', [^;]*?, or raise max_work",
+                            "use fewer servers or NPUs (-n, -p) or a smaller maxbytes (-e), or raise max_work",
+                            reason)
             if len(lines) == 2:  # not one row: an error, not an empty table
                 raise WorkLimitError(reason) from None
             lines.append(f"# stopped before {nbytes} B: {reason}")
