@@ -91,3 +91,15 @@ def test_hccl_test_stopped_by_its_bound_advises_what_hccl_test_has(capsys):
     assert main(["hccl-test", "all_reduce_test", "-b", "8K", "-e", "64K", "--max-work", "100"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "max_work = 100: " in err and "analytical" not in err
+
+
+def test_a_job_takes_a_numpy_integer_bound_as_simulate_does():
+    import numpy as np
+
+    from hcsim.workload import Workload, run
+
+    w = Workload("ar")
+    w.collective("ar", w.communicator("all", list(range(8))), "allreduce", 1 << 20)
+    bound = np.int64(10**7)
+    assert hcsim.simulate("atlas800t-a2", "allreduce", "1MiB", "ring", max_work=bound).time_s > 0
+    assert run("atlas800t-a2", w, max_work=bound).step_time_s == run("atlas800t-a2", w, max_work=10**7).step_time_s

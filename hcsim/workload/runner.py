@@ -19,7 +19,7 @@ import simpy
 
 from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
-from ..api import DEFAULT_ALGORITHM, _reduces_inline, _send_matrix, rank_layout
+from ..api import DEFAULT_ALGORITHM, _is_int, _reduces_inline, _send_matrix, rank_layout
 from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator
 from ..engine.result import link_table
@@ -108,8 +108,9 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
                     ("max_ops", max_ops)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise bad_value(name, v, "a positive integer")
-    if max_work is not None and (isinstance(max_work, bool) or not isinstance(max_work, int) or max_work < 1):
+    if max_work is not None and (not _is_int(max_work) or max_work < 1):  # as simulate's (a numpy integer too)
         raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
+    max_work = None if max_work is None else int(max_work)
     topo = load_topology(topology)
     world = topo.num_npus
     workload.check(world)
