@@ -775,9 +775,10 @@ class FlowSimulator:
             if rec:
                 st.t_ready[:], st.t_start[:], st.t_end[:] = ready, start, done
                 st.pred[:] = gate[np.where(enter[st.dst] > enter[st.src], st.dst, st.src)]
-                order = np.lexsort((np.arange(st.n), done))  # by end, then index: the last write wins
-                gate[st.src[order]] = gid0 + order
-                gate[st.dst[order]] = gid0 + order
+                # by end, then index, over both ranks of every transfer at once: the last write wins
+                both = np.concatenate([np.arange(st.n), np.arange(st.n)])
+                order = np.lexsort((both, np.concatenate([done, done])))
+                gate[np.concatenate([st.src, st.dst])[order]] = gid0 + both[order]
                 st.left = 0
                 recorded.append(st)
                 gid0 += st.n
