@@ -49,8 +49,13 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
         out.append("# fastest per size")
         head = ("data_size(Bytes):", "algorithm:", "aveg_time(us):")
         out.append(_line(head, head))
+        # a size where the work bound refused an algorithm: the fastest of those that ran, marked
+        partial = set(df.loc[df["refused"] != "", "size_bytes"]) if "refused" in df else set()
         for row in best.itertuples(index=False):
-            out.append(_line((str(int(row.size_bytes)), row.algorithm, f"{row.time_us:.2f}"), head))
+            mark = "*" if row.size_bytes in partial else ""
+            out.append(_line((str(int(row.size_bytes)), row.algorithm + mark, f"{row.time_us:.2f}"), head))
+        if partial & set(best["size_bytes"]):
+            out.append("# *: the fastest of the algorithms that ran; the others were refused at that size")
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -134,3 +134,18 @@ def test_contention_free_records_name_the_transfer_that_last_ended_for_a_rank(ba
     lone, events = _records(sched, False), _records(sched, True)
     assert list(events["pred"]) == [-1, -1, 0]
     assert list(lone["pred"]) == list(events["pred"])
+
+
+def test_sweep_table_does_not_call_a_size_fastest_where_a_rival_was_refused():
+    # mesh beats ring at 8 KiB; at 16 KiB the bound refused mesh: the table named ring the fastest
+    from hcsim.report import format_sweep
+
+    df = hcsim.sweep("atlas800t-a2", "allreduce", sizes=["8KiB", "16KiB"], algorithms=["ring", "mesh"],
+                     max_work=6000)
+    assert list(df["refused"] != "") == [False, False, False, True]
+    text = format_sweep(df, "atlas800t-a2")
+    fastest = text.split("# fastest per size")[1].splitlines()
+    row = next(line for line in fastest if line.startswith("16384"))
+    assert "ring*" in row
+    assert any(line.startswith("# *: ") and "refused" in line for line in fastest)
+    assert "*" not in next(line for line in fastest if line.startswith("8192"))
