@@ -496,8 +496,8 @@ class WorkBudget:
         if work is None:
             return str(exc)
         self.spent += int(work)
-        if self.per_point or self.max_work is None:
-            return str(exc)
+        if self.per_point or self.max_work is None or not str(exc).startswith("max_work = "):
+            return str(exc)  # another bound (max_flow_updates) stopped it: its own reason
         return (f"max_work = {self.max_work}: this command's event-driven runs passed it here ({self.spent} units of "
                 f"engine work, {WORK_PER_INSTANT} per event instant, step entry, contention-free step or rank pair "
                 "routed, 1 per flow-rate "

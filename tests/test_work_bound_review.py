@@ -149,3 +149,11 @@ def test_sweep_table_does_not_call_a_size_fastest_where_a_rival_was_refused():
     assert "ring*" in row
     assert any(line.startswith("# *: ") and "refused" in line for line in fastest)
     assert "*" not in next(line for line in fastest if line.startswith("8192"))
+
+
+def test_a_sweep_point_stopped_by_max_flow_updates_is_not_called_a_max_work_refusal():
+    # best's second candidate (mesh/mesh, 112 flow-rate updates) passes max_flow_updates = 50;
+    # the first (28) does not: the refusal is max_flow_updates', not the command's work bound
+    with pytest.raises(WorkLimitError, match=r"^every point refused, e\.g\. max_flow_updates = 50: "):
+        hcsim.sweep(_contended(), "alltoall", sizes=["64KiB", "1MiB"], algorithms=["best"],
+                    max_flow_updates=50, max_work=10**9)
