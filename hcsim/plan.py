@@ -220,7 +220,8 @@ def best_workload(topology, workload, **options):
     than under ``auto``. Operations that name an algorithm (or None) keep it. Returns
     ``(workload, choices)``: a new :class:`~hcsim.workload.Workload` (the given one is not
     changed) and one dict per distinct call (``collective, size_bytes, ranks, auto, best,
-    auto_us, best_us``).
+    auto_us, best_us, refused``: the candidates the work bound, ``max_work``, stopped, which
+    were left out of the race).
 
     Examples
     --------
@@ -255,6 +256,7 @@ def best_workload(topology, workload, **options):
             names = candidates(op.collective, servers or (len(nodes),), pods, topo.product)
             times = {}
             auto_name = None
+            refused = []  # candidates the job's work bound stopped: left out of the race, and said so
             for cand in ["auto", *names]:
                 alone = Workload("best")
                 comm = alone.communicator("c", op.comm.ranks)
@@ -262,6 +264,9 @@ def best_workload(topology, workload, **options):
                                  reduce_op=op.reduce_op, dtype=op.dtype, send_matrix=op.send_matrix)
                 try:
                     r = run(topo, alone, **race_opts)
+                except WorkLimitError:
+                    refused.append(cand)
+                    continue
                 except HcsimError:  # a candidate without a schedule for this call
                     continue
                 name = str(r.ops["algorithm"].iloc[0])
@@ -275,7 +280,7 @@ def best_workload(topology, workload, **options):
             chosen[key] = "auto" if best == auto_name else best
             choices.append({"collective": op.collective, "size_bytes": op.size_bytes, "ranks": len(nodes),
                             "auto": auto_name, "best": best, "auto_us": times[auto_name] * 1e6,
-                            "best_us": times[best] * 1e6})
+                            "best_us": times[best] * 1e6, "refused": refused})
         algo = chosen[key]
         ops.append(op if algo == "auto" else dataclasses.replace(op, algorithm=algo))
     out = Workload(workload.name, ops, dict(workload.communicators), set(workload._names))
@@ -348,8 +353,10 @@ def _run_point(task: dict, out: dict) -> None:
                 params["micro_batches"] = gb // (mb * dp)
     s = load_scenario(doc, servers=servers)
     workload = s.workload
+    refused = []
     if task["policy"] == "best":
-        workload, _ = best_workload(s.topology, workload, **s.options)
+        workload, choices = best_workload(s.topology, workload, **s.options)
+        refused = sorted({f"{c['collective']} {a}" for c in choices for a in c["refused"]})
     r = run(s.topology, workload, **s.options)
     from .workload.metrics import totals
 
@@ -366,7 +373,8 @@ def _run_point(task: dict, out: dict) -> None:
     times = r.op_times()
     coll = times[times["kind"] == "collective"]
     pairs = sorted({f"{c}={a}" for c, a in zip(coll["collective"], coll["algorithm"], strict=True)})
-    out["algorithms"] = ", ".join(pairs)
+    out["algorithms"] = ", ".join(pairs) + (
+        f" (policy best: the work bound refused {', '.join(refused)}; raise options.max_work)" if refused else "")
     if task["collective"] is not None:
         out["collective_ms"] = collective_ms(times, task["collective"])
 

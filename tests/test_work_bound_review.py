@@ -157,3 +157,26 @@ def test_a_sweep_point_stopped_by_max_flow_updates_is_not_called_a_max_work_refu
     with pytest.raises(WorkLimitError, match=r"^every point refused, e\.g\. max_flow_updates = 50: "):
         hcsim.sweep(_contended(), "alltoall", sizes=["64KiB", "1MiB"], algorithms=["best"],
                     max_flow_updates=50, max_work=10**9)
+
+
+def test_best_workload_names_the_candidates_the_bound_refused():
+    from hcsim.plan import best_workload
+    from hcsim.topology import leaf_spine
+    from hcsim.workload import Workload
+
+    topo = leaf_spine(2, 4, 1, 10e9, 1e-6, oversubscription=4)
+    w = Workload("one")
+    w.collective("ar", w.communicator("c", range(8)), "allreduce", 1 << 20, algorithm="auto")
+    _, free = best_workload(topo, w, max_work=None)
+    assert free[0]["refused"] == []
+    _, bounded = best_workload(topo, w, max_work=4000)
+    refused = bounded[0]["refused"]
+    assert refused and bounded[0]["best"] not in refused
+    from hcsim.errors import WorkLimitError
+    from hcsim.workload import run
+
+    for cand in refused:  # each alone passes the bound: left out of the race, and named
+        alone = Workload("x")
+        alone.collective("a", alone.communicator("c", range(8)), "allreduce", 1 << 20, algorithm=cand)
+        with pytest.raises(WorkLimitError):
+            run(topo, alone, max_work=4000)
