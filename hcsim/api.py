@@ -215,17 +215,19 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
-        results = []
-        for c in cands:  # one work bound for the whole race
+        results, budget = [], WorkBudget(max_work)  # one work bound for the whole race
+        for c in cands:
             try:
-                results.append(simulate(topo, collective, size, c, max_work=_left(max_work, results), **kw))
+                r = simulate(topo, collective, size, c, max_work=budget.left(), **kw)
             except WorkLimitError as exc:  # in terms of the call's bound, with what every candidate did
-                raise _whole_call(exc, max_work, sum(r.config.get("work", 0) for r in results)) from None
+                raise _whole_call(exc, max_work, budget.spent) from None
+            budget.spend(r.config.get("work", 0))
+            results.append(r)
         best = min(results, key=lambda r: r.time_s)
         best.config["selected_by"] = f"fastest of {len(cands)} candidates by simulation ({mode})"
         best.config["candidates"] = {r.algorithm: r.time_s for r in results}
         if mode == "des":
-            best.config["work"] = sum(r.config.get("work", 0) for r in results)
+            best.config["work"] = budget.spent
         return best
     if algorithm == "auto":
         check_collective(collective)
@@ -512,26 +514,10 @@ def _whole_call(exc: WorkLimitError, max_work, before: int) -> WorkLimitError:
     if getattr(exc, "work", None) is None and not before:
         return exc
     exc.work = before + (getattr(exc, "work", None) or 0)
-    if max_work is not None and before:
-        msg = re.sub(r"^max_work = \d+: the run passed \d+ units",
-                     f"max_work = {max_work}: the run passed {exc.work} units", str(exc))
-        msg = re.sub(r"^max_work = \d+: the earlier simulations of this command took all of it \(\d+ units",
-                     f"max_work = {max_work}: the earlier simulations of this command took all of it ({exc.work} units",
-                     msg)
-        exc.args = (msg,)
+    if max_work is not None and before:  # the engine named what this part was left of the bound
+        exc.args = (re.sub(r"^max_work = \d+: the run passed \d+ units",
+                           f"max_work = {max_work}: the run passed {exc.work} units", str(exc)),)
     return exc
-
-
-def _left(max_work, results) -> int | None:
-    """What is left of ``max_work`` after the event-driven work of ``results`` (None: no bound)."""
-    if max_work is None:
-        return None
-    left = max_work - sum(r.config.get("work", 0) for r in results)
-    if left < 1:
-        raise WorkLimitError(f"max_work = {max_work}: the earlier simulations of this command took all of it "
-                             f"({max_work - left} units of engine work); use mode='analytical', fewer sizes or "
-                             "algorithms, or raise max_work (--max-work)")
-    return left
 
 
 def _send_matrix(send_matrix, p: int):

@@ -93,8 +93,9 @@ class EngineConfig:
     """Work bound: the run stops with :class:`~hcsim.errors.WorkLimitError` once this many flow
     rates have been recomputed (deterministic: the same call stops at the same point)."""
     max_work: int | None = None
-    """Work bound in engine units (:data:`hcsim.limits.WORK_PER_INSTANT` per event instant or
-    contention-free step, 1 per flow-rate update): the run stops with
+    """Work bound in engine units (:data:`hcsim.limits.WORK_PER_INSTANT` per event instant, step
+    entry, contention-free step or rank pair routed, 1 per flow-rate update; :attr:`Fabric.work`):
+    the run stops with
     :class:`~hcsim.errors.WorkLimitError` once it has done more (deterministic, like
     ``max_flow_updates``). None: no bound but ``max_flow_updates``."""
     reduce_time_factor: float = 1.0
@@ -249,12 +250,12 @@ class Fabric:
         self.max_flow_updates = max_flow_updates
         self.max_work = max_work
         self.lone_work = 0
+        """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         self.route_work = 0
+        """Work of routing: :data:`WORK_PER_INSTANT` per rank pair the fabric's runs route."""
         self.routed: set = set()  # (node pair key, routing options) this fabric has counted
         self.job_work = 0
         """Work a job's runner counts for its own bookkeeping (:data:`hcsim.limits.WORK_PER_RANK_OP`)."""
-        """Work of routing: :data:`WORK_PER_INSTANT` per rank pair the fabric's runs route."""
-        """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
         self.pad = len(net.capacity_Bps)
         self.capacity = np.append(net.capacity_Bps, np.inf)
@@ -350,7 +351,7 @@ class Fabric:
 
     def instant(self, now: float):
         self.instants += 1
-        if self.max_work is not None and self.work > self.max_work:
+        if self.max_work is not None:
             self.check_work(now)
         tol = 1e-12 * (now - self._t0) + 1e-18  # relative to the run's own time scale
         if self._next_drain <= now + tol:
@@ -732,6 +733,7 @@ class FlowSimulator:
         lone: dict[tuple, float] = {}
         steps, moved = [], np.zeros(0)
         rec = fill and cfg.record
+        fabric = self.fabric
         gate = np.full(self.p, -1, dtype=np.int64)  # per rank: the transfer that last ended for it
         recorded, gid0 = [], 0
         for k in range(self.n_steps):
@@ -742,9 +744,8 @@ class FlowSimulator:
             step = self.schedule.steps[k]
             if not len(step):
                 continue
-            fabric = self.fabric
             fabric.lone_work += WORK_PER_INSTANT
-            if fabric.max_work is not None and fabric.work > fabric.max_work:
+            if fabric.max_work is not None:
                 fabric.check_work(float(enter.max()))
             route = self._routing(step)
             if bound is not None and not bound.add(step, route):
@@ -872,7 +873,7 @@ class FlowSimulator:
         new = [u for u in uniq.tolist() if (u, opts) not in routed]
         routed.update((u, opts) for u in new)
         fabric.route_work += WORK_PER_INSTANT * len(new)
-        if fabric.max_work is not None and fabric.work > fabric.max_work:
+        if fabric.max_work is not None:
             fabric.check_work(None, f"before routing {len(new)} rank pairs")
         groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, qps, bool(u % 2)) for u in uniq]
         _, _, p_lat, p_inline, _ = net.paths.arrays()
@@ -927,7 +928,7 @@ class FlowSimulator:
         """Ranks (all entering the same step k) enter it at ``now``; cascade through empty steps."""
         fabric = self.fabric
         fabric.entries += 1
-        if fabric.max_work is not None and fabric.work > fabric.max_work:
+        if fabric.max_work is not None:
             fabric.check_work(now)
         while ranks.size:
             if k >= self.n_steps:

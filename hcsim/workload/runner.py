@@ -329,7 +329,7 @@ class _Job:
         """Count a job's per-(operation, rank) work against the fabric's work bound."""
         fabric = self.fabric
         fabric.job_work += WORK_PER_RANK_OP * n
-        if fabric.max_work is not None and fabric.work > fabric.max_work:
+        if fabric.max_work is not None:
             fabric.check_work(now)
 
     # ---------------------------------------------------------------- compute
