@@ -528,6 +528,29 @@ def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
     return exc
 
 
+def moved_bytes(runs, rows: int) -> np.ndarray:
+    """Bytes the ``runs`` together sent down each of ``rows`` paths: each distinct (routing, byte
+    counts) of their steps is summed once, times the steps that used it (a job's thousands of
+    runs of a few schedules cost a few sums)."""
+    out = np.zeros(rows)
+    counts: dict = {}
+    for run in runs:
+        m = run._moved_paths
+        if m.size:
+            out[:m.size] += m
+        for key, (route, nbytes, times) in run._moved.items():
+            seen = counts.get(key)
+            if seen is None:
+                counts[key] = [route, nbytes, times]
+            else:
+                seen[2] += times
+    for route, nbytes, times in counts.values():
+        n_sub = np.diff(route.sub_ptr)
+        per_sub = np.repeat(nbytes / np.maximum(n_sub, 1), n_sub)
+        out += times * np.bincount(route.sub_path, weights=per_sub, minlength=rows)
+    return out
+
+
 class _DemandBound:
     """Running bound of the demand any resource can see (:meth:`FlowSimulator.never_contended`):
     per (sending rank, resource) the most of any one step, summed over the senders."""
@@ -621,7 +644,10 @@ class FlowSimulator:
         # a data type / reduce op that costs the vector unit f times fp32 sum's time per byte
         self.reduce_Bps = self.net.reduce_Bps[self.rank_node] / config.reduce_time_factor
         self.pad = self.fabric.pad
-        self.path_bytes = np.zeros(0)
+        # bytes sent down each path: counted per distinct (routing, byte counts) of the steps this
+        # run entered, summed only when asked (:attr:`path_bytes`); the contention-free pass's directly
+        self._moved: dict = {}
+        self._moved_paths = np.zeros(0)
         # ranks
         self.cur_step = np.full(self.p, -1, dtype=np.int64)
         self.outstanding = np.zeros(self.p, dtype=np.int64)
@@ -800,8 +826,7 @@ class FlowSimulator:
             self.lone_steps = len(steps)
             for k, n, ready_s, end_s in steps:
                 self.step_count[k], self.step_ready_s[k], self.step_end_s[k] = n, ready_s, end_s
-            self._grow_path_bytes()
-            self.path_bytes[:moved.size] += moved
+            self._moved_paths = moved
             self.finish_s[:] = enter
             self.cur_step[:] = self.n_steps
             if rec:
@@ -857,7 +882,7 @@ class FlowSimulator:
         if hit is not None and hit[0] is step.src and hit[1] is step.dst and (
                 not self._limits_exchanges or hit[2] is step.nbytes):
             self._route_cache = (step.src, step.dst, hit[3], step.nbytes)
-            self._grow_path_bytes()
+            self.fabric._refresh_paths()
             return hit[3]
         net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
@@ -893,14 +918,14 @@ class FlowSimulator:
                              bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
         self._route_cache = (step.src, step.dst, route, step.nbytes)
         self.fabric.routes[key] = (step.src, step.dst, step.nbytes, route)
-        self._grow_path_bytes()
+        self.fabric._refresh_paths()
         return route
 
-    def _grow_path_bytes(self):
-        self.fabric._refresh_paths()
-        rows = len(self.net.paths.latency_s)
-        if self.path_bytes.size < rows:
-            self.path_bytes = np.concatenate([self.path_bytes, np.zeros(rows - self.path_bytes.size)])
+    @property
+    def path_bytes(self) -> np.ndarray:
+        """Bytes this run has sent down each path (indexed by path id; the topology's path
+        store may have grown since: read it with :func:`hcsim.engine.result.link_table`)."""
+        return moved_bytes([self], len(self.net.paths.latency_s))
 
     def _exchanges(self, step) -> np.ndarray:
         live = step.nbytes > 0
@@ -918,9 +943,13 @@ class FlowSimulator:
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             self.next_gid += st.n
             self.step_count[k] = st.n
-            r = st.route  # every byte of the step will cross its paths: count them once here
-            per_sub = np.repeat(st.nbytes / np.maximum(np.diff(r.sub_ptr), 1), np.diff(r.sub_ptr))
-            self.path_bytes += np.bincount(r.sub_path, weights=per_sub, minlength=self.path_bytes.size)
+            # every byte of the step will cross its paths: count the step once here
+            key = (id(st.route), id(step.nbytes))
+            seen = self._moved.get(key)
+            if seen is None:
+                self._moved[key] = [st.route, step.nbytes, 1]
+            else:
+                seen[2] += 1
             self.states[k] = st
         return st
 

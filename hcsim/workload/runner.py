@@ -21,7 +21,7 @@ from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
 from ..api import DEFAULT_ALGORITHM, _is_int, _reduces_inline, _send_matrix, rank_layout
 from ..dtypes import check_elements, check_supported, reduce_time_factor
-from ..engine.des import EngineConfig, Fabric, FlowSimulator
+from ..engine.des import EngineConfig, Fabric, FlowSimulator, moved_bytes
 from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
@@ -215,6 +215,11 @@ class _Job:
         self.launch_s: dict = {}  # op -> launch overhead before a rank enters the run
         self._schedules: dict = {}
         self._transfers = 0
+        self._due: dict = {}  # time -> [(rank, unit version)] of compute units expecting a task to end then
+        self._layouts: dict = {}  # NPUs of a communicator -> (ranks per server, servers per pod)
+        self._configs: dict = {}  # what sets an operation's EngineConfig -> the config (shared)
+        self._roofs: dict = {}  # (NPU spec, flops, bytes, dtype) -> roofline seconds (ranks share specs)
+        self._npu_specs = None  # per rank: its NpuSpec, looked up once when compute needs them
 
     # ---------------------------------------------------------------- dependencies
     def _graph(self):
@@ -224,6 +229,7 @@ class _Job:
         on_whole = defaultdict(list)  # op done on every rank -> [(op', rank)]
         last_on_stream: dict = {}     # (rank, stream) -> op
         last_record: dict = {}        # (rank, event) -> op
+        members = [frozenset(op.involved()) for op in self.ops]  # membership tests: once per op
         for i, op in enumerate(self.ops):
             involved = op.involved()
             self.left[i] = len(involved)
@@ -235,7 +241,7 @@ class _Job:
                     on_rank[(prev, r)].append((i, r))
                     n += 1
                 for j in after:
-                    if r in self.ops[j].involved():
+                    if r in members[j]:
                         on_rank[(j, r)].append((i, r))
                     else:
                         on_whole[j].append((i, r))
@@ -254,6 +260,8 @@ class _Job:
             if isinstance(op, (Collective, SendRecv)):
                 self._plan(i, op)
             elif isinstance(op, Compute):
+                if op.duration_s is None and self._npu_specs is None:
+                    self._npu_specs = [self.topo.npu_spec(n) for n in self.npus]
                 self.work_s[i] = (op.duration_s if op.duration_s is not None else
                                   {r: self._roofline(op, r) for r in op.ranks})
         self.waiting, self.on_rank, self.on_whole = self._graph()
@@ -335,12 +343,18 @@ class _Job:
     # ---------------------------------------------------------------- compute
     def _roofline(self, op: Compute, r: int) -> float:
         """Seconds of ``op`` on rank ``r``'s NPU alone at full speed, from its roofline."""
-        spec = getattr(self.topo.npu_spec(self.npus[r]), "compute", None)
+        npu = self._npu_specs[r] if self._npu_specs is not None else self.topo.npu_spec(self.npus[r])
+        key = (id(npu), op.flops, op.bytes_moved, op.dtype)
+        t = self._roofs.get(key)
+        if t is not None:
+            return t
+        spec = getattr(npu, "compute", None)
         if spec is None:
             raise ConfigError(f"op {op.name!r}: flops = {op.flops:g}: NPU {self.npus[r]!r} of topology "
                               f"{self.topo.name!r} has no compute figures (an NPU's 'compute' section); give "
                               "duration_s, or use a topology that has them")
-        return float(spec.time_s(op.flops, op.bytes_moved, op.dtype))
+        t = self._roofs[key] = float(spec.time_s(op.flops, op.bytes_moved, op.dtype))
+        return t
 
     def _compute(self, i: int, r: int, work_s: float, now: float) -> None:
         if work_s <= 0:
@@ -358,22 +372,33 @@ class _Job:
             return
         first = min(unit.tasks.values())
         at = now + max(first, 0.0) * len(unit.tasks) / unit.speed
-        version = unit.version
-        self.fabric.call_at(at, lambda t: self._compute_due(r, version, t))
+        due = self._due.get(at)
+        if due is None:  # one event per distinct time: ranks finishing together are handled together
+            due = self._due[at] = []
+            self.fabric.call_at(at, lambda t, at=at: self._compute_due(at, t))
+        due.append((r, unit.version))
 
-    def _compute_due(self, r: int, version: int, now: float) -> None:
-        unit = self.units[r]
-        if version != unit.version:
-            return  # the unit's load changed since this was scheduled
-        unit.advance(now)
-        first = min(unit.tasks.values())
-        tol = 1e-12 * max(first, 0.0) + 1e-15 * max(abs(v) for v in unit.tasks.values()) + 1e-18
-        finished = [key for key, left in unit.tasks.items() if left <= max(first, 0.0) + tol]
-        for key in finished:
-            del unit.tasks[key]
-        self._reschedule(r, now)
+    def _compute_due(self, at: float, now: float) -> None:
+        """The compute units that expected a task to end at ``at`` (reached at ``now``): end
+        their finished tasks, then release what waited for them, one call per operation."""
+        finished = []
+        for r, version in self._due.pop(at):
+            unit = self.units[r]
+            if version != unit.version:
+                continue  # the unit's load changed since this was scheduled
+            unit.advance(now)
+            first = min(unit.tasks.values())
+            tol = 1e-12 * max(first, 0.0) + 1e-15 * max(abs(v) for v in unit.tasks.values()) + 1e-18
+            ended = [key for key, left in unit.tasks.items() if left <= max(first, 0.0) + tol]
+            for key in ended:
+                del unit.tasks[key]
+            self._reschedule(r, now)
+            finished.extend(ended)
+        by_op = defaultdict(list)
         for i, rank in sorted(finished):
-            self._done(i, [rank], now)
+            by_op[i].append(rank)
+        for i, ranks in by_op.items():
+            self._done(i, ranks, now)
 
     # ---------------------------------------------------------------- communication
     def _plan(self, i: int, op) -> None:
@@ -396,15 +421,10 @@ class _Job:
             schedule, name = self._collective_schedule(op, [self.npus[r] for r in members])
             launch = self.defaults.launch_for(op.collective)
         self.algorithms[i] = name
-        cfg = EngineConfig(step_overhead_s=self.defaults.step_overhead_s, launch_overhead_s=0.0,
-                           routing=self.routing, ecmp_seed=self.ecmp_seed, record=False,
-                           qps=self.hccl.qps_per_connection if self.hccl is not None else 1,
-                           message_regimes=self.defaults.message_regimes,
-                           max_flow_updates=self.fabric.max_flow_updates, max_work=self.fabric.max_work,
-                           reduce_time_factor=(reduce_time_factor(op.dtype, op.reduce_op)
-                                               if isinstance(op, Collective) and op.dtype is not None else 1.0),
-                           inline_reduce=(_reduces_inline(op.collective, self.topo.product, op.dtype, op.reduce_op)
-                                          if isinstance(op, Collective) else True))
+        key = (op.dtype, op.reduce_op, op.collective) if isinstance(op, Collective) else None
+        cfg = self._configs.get(key)
+        if cfg is None:
+            cfg = self._configs[key] = self._config(op)
         run = FlowSimulator(self.topo, [self.npus[r] for r in members], schedule, cfg, fabric=self.fabric,
                             on_finish=lambda local, now, i=i, members=members: self._done(
                                 i, [members[int(x)] for x in local], now))
@@ -412,9 +432,24 @@ class _Job:
         self.launch_s[i] = launch
         self.runs[i] = run
 
+    def _config(self, op) -> EngineConfig:
+        """How the engine runs operation ``op`` (ops of one data type, reduce op and collective share it)."""
+        return EngineConfig(step_overhead_s=self.defaults.step_overhead_s, launch_overhead_s=0.0,
+                            routing=self.routing, ecmp_seed=self.ecmp_seed, record=False,
+                            qps=self.hccl.qps_per_connection if self.hccl is not None else 1,
+                            message_regimes=self.defaults.message_regimes,
+                            max_flow_updates=self.fabric.max_flow_updates, max_work=self.fabric.max_work,
+                            reduce_time_factor=(reduce_time_factor(op.dtype, op.reduce_op)
+                                                if isinstance(op, Collective) and op.dtype is not None else 1.0),
+                            inline_reduce=(_reduces_inline(op.collective, self.topo.product, op.dtype, op.reduce_op)
+                                           if isinstance(op, Collective) else True))
+
     def _collective_schedule(self, op: Collective, rank_nodes):
         p = len(rank_nodes)
-        servers, pods = rank_layout(self.topo, rank_nodes)
+        layout = self._layouts.get(tuple(rank_nodes))
+        if layout is None:  # communicators repeat: each one's layout is read once
+            layout = self._layouts[tuple(rank_nodes)] = rank_layout(self.topo, rank_nodes)
+        servers, pods = layout
         algorithm = op.algorithm if op.algorithm is not None else DEFAULT_ALGORITHM.get(op.collective)
         if not 0 <= op.root < p:
             raise bad_value(f"op {op.name!r}: root", op.root, f"a rank of its communicator, 0 to {p - 1}")
@@ -473,7 +508,7 @@ class _Job:
             rows["size_bytes"].append(op.size_bytes if isinstance(op, (Collective, SendRecv)) else 0)
         ops = pd.DataFrame(rows).sort_values(["start_s", "rank"], kind="stable").reset_index(drop=True)
         step = float(ops["end_s"].max()) if len(ops) else 0.0
-        return JobResult(self.w.name, step, ops, link_table(self.fabric.net, [r.path_bytes for r in self.runs.values()], step),
+        return JobResult(self.w.name, step, ops, link_table(self.fabric.net, [moved_bytes(self.runs.values(), len(self.fabric.net.paths.latency_s))], step),
                          {"topology": self.topo.name, "routing": self.routing, "collectives": len(self.runs),
                           "instants": self.fabric.instants, "full_rate_recomputes": self.fabric.full_recomputes,
                           "work": self.fabric.work})
