@@ -35,7 +35,10 @@ topology parameters    any parameter of the scenario's topology builder
 A point whose scenario is refused (a layout that does not fit the cluster, TP larger than a
 server or not dividing it, sizes that do not divide, a work limit) is a row with
 ``status="invalid"`` and the one-line reason; it is not simulated and the other points still
-run. An axis or value that is wrong whatever the point (an unknown axis, a topology without
+run. The whole plan spends one work bound (the scenario's ``options.max_work``, else
+:data:`hcsim.limits.MAX_JOB_WORK`; :class:`hcsim.api.WorkBudget`): each point gets what the
+points before it left, and points past it are rows with ``status="refused"`` and the reason (on
+a Dask cluster, where points run in no fixed order, each point gets the whole bound). An axis or value that is wrong whatever the point (an unknown axis, a topology without
 that parameter, ``micro_batches = -1``) is a one-line :class:`~hcsim.errors.HcsimError`
 before anything runs.
 
@@ -208,7 +211,7 @@ def pareto_front(time, cost, ok) -> list:
 
 # ---- policy "best" ---------------------------------------------------------------------------
 
-def best_workload(topology, workload, **options):
+def best_workload(topology, workload, *, budget=None, **options):
     """The workload with each ``auto`` collective set to the fastest of HCCL's candidates.
 
     Each distinct call (collective, size, root, reduce op, data type, send matrix and its
@@ -221,7 +224,8 @@ def best_workload(topology, workload, **options):
     ``(workload, choices)``: a new :class:`~hcsim.workload.Workload` (the given one is not
     changed) and one dict per distinct call (``collective, size_bytes, ranks, auto, best,
     auto_us, best_us, refused``: the candidates the work bound, ``max_work``, stopped, which
-    were left out of the race).
+    were left out of the race). With ``budget`` (a :class:`~hcsim.api.WorkBudget`, a plan's)
+    the races spend it instead of taking ``max_work`` each.
 
     Examples
     --------
@@ -263,12 +267,18 @@ def best_workload(topology, workload, **options):
                 alone.collective("x", comm, op.collective, op.size_bytes, algorithm=cand, root=op.root,
                                  reduce_op=op.reduce_op, dtype=op.dtype, send_matrix=op.send_matrix)
                 try:
+                    if budget is not None:
+                        race_opts["max_work"] = budget.left()
                     r = run(topo, alone, **race_opts)
-                except WorkLimitError:
+                except WorkLimitError as exc:
+                    if budget is not None:
+                        budget.spend_error(exc)
                     refused.append(cand)
                     continue
                 except HcsimError:  # a candidate without a schedule for this call
                     continue
+                if budget is not None:
+                    budget.spend(r.config["work"])
                 name = str(r.ops["algorithm"].iloc[0])
                 if cand == "auto":
                     auto_name = name
@@ -289,21 +299,37 @@ def best_workload(topology, workload, **options):
 
 # ---- one point (runs on a worker: plain data in, plain data out) ----------------------------------
 
-def _evaluate(task: dict) -> dict:
-    """Load, check and run one point; return its figures (or why it is invalid)."""
+def _evaluate(task: dict, budget=None) -> dict:
+    """Load, check and run one point, spending ``budget`` (a :class:`~hcsim.api.WorkBudget`, the
+    plan's work bound; None: the scenario's own); return its figures (or why it is invalid, or
+    refused by the bound)."""
     out = {"status": "invalid", "reason": "", "servers": task.get("servers"), "npus": task.get("npus"),
            "step_time_s": math.nan, "samples_per_step": math.nan, "seq_len": math.nan, "compute_us": math.nan,
            "communication_us": math.nan, "exposed_us": math.nan, "free_us": math.nan, "collective_ms": math.nan,
            "algorithms": ""}
     try:
-        _run_point(task, out)
+        _run_point(task, out, budget)
         out["status"] = "ok"
+    except WorkLimitError as exc:
+        out["status"] = "refused"
+        out["reason"] = _refusal(exc, budget)
     except HcsimError as exc:
         out["reason"] = str(exc).removeprefix("<dict>: ")
     return out
 
 
-def _run_point(task: dict, out: dict) -> None:
+def _refusal(exc: WorkLimitError, budget) -> str:
+    """Why a work bound stopped a point; the plan's own bound named as the plan's."""
+    if budget is None:
+        return str(exc).removeprefix("<dict>: ")
+    reason = budget.spend_error(exc).removeprefix("<dict>: ")
+    if budget.max_work is None or budget.per_point or not reason.startswith("max_work = "):
+        return reason  # another bound (max_ops, max_transfers), or each point's own: its own words
+    return (f"max_work = {budget.max_work}: the plan's points took {budget.spent} units of engine work by this "
+            "one; plan fewer or smaller points, or raise options.max_work (--set options.max_work=N; 0: no bound)")
+
+
+def _run_point(task: dict, out: dict, budget=None) -> None:
     from .scenario import load_scenario
     from .topology.io import topology_from_dict
     from .workload import run
@@ -353,11 +379,16 @@ def _run_point(task: dict, out: dict) -> None:
                 params["micro_batches"] = gb // (mb * dp)
     s = load_scenario(doc, servers=servers)
     workload = s.workload
+    options = dict(s.options)
     refused = []
     if task["policy"] == "best":
-        workload, choices = best_workload(s.topology, workload, **s.options)
+        workload, choices = best_workload(s.topology, workload, budget=budget, **options)
         refused = sorted({f"{c['collective']} {a}" for c in choices for a in c["refused"]})
-    r = run(s.topology, workload, **s.options)
+    if budget is not None:
+        options["max_work"] = budget.left()
+    r = run(s.topology, workload, **options)
+    if budget is not None:
+        budget.spend(r.config["work"])
     from .workload.metrics import totals
 
     mean = totals(r.ranks).loc["mean"]
@@ -553,7 +584,12 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
             raise type(exc)(f"{where}: {exc}") from None
         raise
     tasks = _tasks(axes, doc, base, policy, collective)
-    results = map_points(_evaluate, tasks, client=client, progress=progress, desc="plan")
+    from .api import WorkBudget
+    from .limits import MAX_JOB_WORK
+
+    budget = WorkBudget(base.options["max_work"] if "max_work" in base.options else MAX_JOB_WORK,
+                        per_point=client is not None)
+    results = map_points(_evaluate, tasks, client=client, progress=progress, desc="plan", shared=budget)
     ran = [res for res in results if res["status"] == "ok"]
     if not found and ran and all(math.isnan(res["collective_ms"]) for res in ran):
         exc = _no_such_collective(field["collective"], collective, base.workload, len(ran))
@@ -660,17 +696,22 @@ def _answer(df, target_step_ms, target_collective_ms, collective) -> dict:
     else:
         question = _question(target_step_ms, target_collective_ms, collective)
         i = smallest(npus, step, [bool(x) for x in df["meets_target"].tolist()])
+    refused = int((df["status"] == "refused").sum())
+    unsure = (f"; {refused} point{'s' if refused > 1 else ''} refused by the work bound, not known"
+              if refused else "")
     if not any(ok):
-        return {"question": question, "point": None, "text": f"{question}: no valid point (all {len(df)} invalid)"}
+        return {"question": question, "point": None, "text": f"{question}: no valid point (all {len(df)} "
+                + ("invalid or refused" if refused else "invalid") + ")"}
     if i is None:
         return {"question": question, "point": None,
                 "text": f"{question}: no point meets it (fastest valid: "
-                        f"{ms_text(min(s for s, g in zip(step, ok, strict=True) if g))} ms)"}
+                        f"{ms_text(min(s for s, g in zip(step, ok, strict=True) if g))} ms){unsure}"}
     row = df.iloc[i]
     text = (f"{question}: point {i}, {int(row['servers'])} server{'s' if row['servers'] != 1 else ''} "
             f"({int(row['npus'])} NPUs), {ms_text(row['step_time_ms'])} ms")
     if collective is not None and target_collective_ms is not None:
         text += f", {collective} {ms_text(row['collective_ms'])} ms"
+    text += unsure  # a refused point might have been the answer
     return {"question": question, "point": int(i), "text": text}
 
 

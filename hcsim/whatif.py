@@ -54,7 +54,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from .errors import ConfigError, HcsimError, TopologyError, bad_value
+from .errors import ConfigError, HcsimError, TopologyError, WorkLimitError, bad_value
 
 BACKGROUND_PREFIX = "whatif.bg"
 """Name prefix of a :class:`BackgroundJob`'s operations (they are not the job's own work)."""
@@ -759,8 +759,9 @@ def whatif(scenario, perturbations, *, combined: bool = False, results: bool = F
     -------
     pandas.DataFrame
         One row per case (:data:`COLUMNS`): ``case`` (``baseline``, then each perturbation's
-        text form), ``perturbation`` (in words), ``status`` (``ok`` or ``error``: a cut with no
-        other path, a bad name), ``reason``, ``time_us`` (the job's step time: the end of its
+        text form), ``perturbation`` (in words), ``status`` (``ok``; ``error``: a cut with no
+        other path, a bad name; ``refused``: the cases before it took the scenario's work
+        bound, which every case of the comparison shares), ``reason``, ``time_us`` (the job's step time: the end of its
         own operations, not a background job's), ``baseline_us``, ``delta_us``, ``delta_pct``,
         ``busiest_link`` and its ``busiest_utilization`` (bytes over capacity x time, over the
         whole run: a background job that outlasts the job counts to its own end).
@@ -848,19 +849,32 @@ def _compare(cases, make, keep: bool, progress):
     import numpy as np
     import pandas as pd
 
+    from .api import WorkBudget
+    from .limits import MAX_JOB_WORK
     from .progress import progress_bar
     from .workload import run
 
-    rows, kept = [], {}
+    rows, kept, budget = [], {}, None
     with progress_bar(len(cases), "what-if", progress) as bar:
         for case, words, ps, fs in cases:
             try:
                 s = make(ps, fs)
-                r = run(s.topology, s.workload, **s.options, progress=False)
+                if budget is None:  # the cases share the baseline's work bound (hcsim.api.WorkBudget)
+                    budget = WorkBudget(s.options["max_work"] if "max_work" in s.options else MAX_JOB_WORK)
+                r = run(s.topology, s.workload, **{**s.options, "max_work": budget.left()}, progress=False)
+                budget.spend(r.config["work"])
             except HcsimError as exc:
                 if not ps:
                     raise
-                rows.append({"case": case, "perturbation": words, "status": "error", "reason": str(exc),
+                status, reason = "error", str(exc)
+                if isinstance(exc, WorkLimitError) and budget is not None:
+                    reason = budget.spend_error(exc)
+                    if reason.startswith("max_work = ") and budget.max_work is not None:
+                        status, reason = "refused", (
+                            f"max_work = {budget.max_work}: the cases took {budget.spent} units of engine work by "
+                            "this one; run fewer perturbations or a smaller job, or raise options.max_work "
+                            "(--set options.max_work=N; 0: no bound)")
+                rows.append({"case": case, "perturbation": words, "status": status, "reason": reason,
                              "time_us": np.nan, "busiest_link": "", "busiest_utilization": np.nan})
                 bar.update()
                 continue

@@ -226,3 +226,52 @@ def test_alltoallv_is_verified_once_per_pattern_of_its_matrix(monkeypatch):
     m[0, 1] = 0  # another pattern: verified again
     hcsim.simulate(topo, "alltoallv", None, "pairwise", send_matrix=m)
     assert len(calls) == 2
+
+
+def _plan_doc(max_work):
+    """A plan of four one-allreduce points on the A2 pod; ``max_work`` for the whole plan."""
+    return {"topology": "atlas900-a2-pod", "options": {"max_work": max_work},
+            "workload": {"communicators": {"w": "all"},
+                         "ops": [{"kind": "collective", "name": "ar", "comm": "w", "collective": "allreduce",
+                                  "size": "64M", "algorithm": "ring"}]}}
+
+
+def test_plan_spends_one_bound_over_its_points_in_order():
+    from hcsim.plan import plan
+
+    free = plan(_plan_doc(0), {"servers": [1, 2, 3, 4]}, progress=False)
+    assert (free["status"] == "ok").all()
+    # each point's work, from the job itself (the plan's figures are the same runs)
+    from hcsim.topology.ascend import atlas900_a2_pod
+
+    works = [run(atlas900_a2_pod(servers=n), _one_ring(8 * n), max_work=None).config["work"] for n in (1, 2, 3, 4)]
+    bound = works[0] + works[1] + works[2] // 2  # the third point runs out of it, the fourth gets nothing
+    df = plan(_plan_doc(bound), {"servers": [1, 2, 3, 4]}, progress=False)
+    assert df["status"].tolist() == ["ok", "ok", "refused", "refused"]
+    assert df["step_time_ms"].iloc[:2].tolist() == free["step_time_ms"].iloc[:2].tolist()
+    assert df["reason"].iloc[2].startswith(f"max_work = {bound}: the plan's points took ")
+    assert df["reason"].iloc[3].startswith(f"max_work = {bound}: ")
+    assert "refused by the work bound" in df.attrs["answer"]["text"]
+    again = plan(_plan_doc(bound), {"servers": [1, 2, 3, 4]}, progress=False)
+    assert again["reason"].tolist() == df["reason"].tolist()  # deterministic
+
+
+def test_whatif_cases_share_the_baselines_bound():
+    from hcsim.whatif import whatif
+
+    doc = _plan_doc(0)
+    doc["servers"] = 2
+    free, kept = whatif(doc, ["degrade-tier=roce:0.5", "straggler=0:2"], results=True)
+    assert (free["status"] == "ok").all()
+    base = kept["baseline"].config["work"]
+    doc["options"]["max_work"] = base + 1  # the baseline fits; the perturbed cases find nothing left
+    df = whatif(doc, ["degrade-tier=roce:0.5", "straggler=0:2"])
+    assert df["status"].tolist() == ["ok", "refused", "refused"]
+    assert df["time_us"].iloc[0] == free["time_us"].iloc[0]
+    assert df["reason"].iloc[1].startswith(f"max_work = {base + 1}: the cases took ")
+
+
+def _one_ring(p):
+    w = Workload("one")
+    w.collective("ar", w.communicator("w", list(range(p))), "allreduce", 64 << 20, algorithm="ring")
+    return w

@@ -163,9 +163,11 @@ def format_plan(df) -> str:
                _num(r["cost_per_step"], ".3g"), "-" if pd.isna(meets) else ("yes" if meets else "no"),
                "*" if r["pareto"] else "", "" if ok else r["reason"]]
         rows.append(row)
-    invalid = int((df["status"] != "ok").sum())
+    invalid = int((df["status"] == "invalid").sum())
+    refused = int((df["status"] == "refused").sum())
     policy = "per point (an axis)" if "policy" in axes else df.attrs.get("policy", "auto")
-    out = [f"# plan of {df.attrs.get('scenario', '?')}: {len(df)} points ({invalid} invalid, not run), policy "
+    out = [f"# plan of {df.attrs.get('scenario', '?')}: {len(df)} points ({invalid} invalid, not run"
+           + (f"; {refused} refused by the work bound" if refused else "") + "), policy "
            f"{policy}; pareto * = on the front of step time against "
            + ("cost" if df["cost_per_step"].notna().any() else "NPU-hours"), *_table(head, rows),
            f"answer: {df.attrs['answer']['text']}"]

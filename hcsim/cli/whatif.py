@@ -89,7 +89,7 @@ def format_whatif(df, title: str) -> str:
     rows = []
     for r in df.itertuples(index=False):
         if r.status != "ok":
-            rows.append([r.case, "-", "-", "-", "-", f"error: {r.reason}"])
+            rows.append([r.case, "-", "-", "-", "-", f"{r.status}: {r.reason}"])
             continue
         rows.append([r.case, f"{r.time_us:.2f}", f"{r.delta_us:+.2f}",
                      "-" if math.isnan(r.delta_pct) else f"{r.delta_pct:+.2f}%",  # a baseline of 0 us
