@@ -108,9 +108,9 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
             red = [np.unique(np.concatenate(red))]
     pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
     reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
-    _check_pairs(len(pairs), schedule.algorithm, max_work)
     if _pairs is not None:  # for cached_path_parameters: a cached answer is bounded as a fresh one
         _pairs.append((len(pairs), schedule.algorithm))
+    _check_pairs(len(pairs), schedule.algorithm, max_work)
     src, dst = np.divmod(pairs, p)
     # Route every pair first: routing appends to the path store, whose arrays are rebuilt
     # after each addition, so they are read once, after the last route.
@@ -190,14 +190,21 @@ def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: st
     key = (schedule_key, tuple(rank_nodes), routing, int(seed), float(step_overhead_s), int(levels), int(qps),
            bool(inline_reduce), float(reduce_time_factor))
     hit = table.get(key)
-    if hit is None:
+    if hit is None or hit[0] is None:
+        if hit is not None:  # refused before: refused again without building, unless the bound now fits
+            _check_pairs(hit[1], hit[2], max_work)
         sched = schedule() if callable(schedule) else schedule
         pairs = []
-        abg = path_parameters(topo, rank_nodes, sched, routing, seed, step_overhead_s, levels, qps,
-                              inline_reduce=inline_reduce, reduce_time_factor=reduce_time_factor,
-                              max_work=max_work, _pairs=pairs)
         if len(table) >= CACHE_LIMIT:
             table.clear()
+        try:
+            abg = path_parameters(topo, rank_nodes, sched, routing, seed, step_overhead_s, levels, qps,
+                                  inline_reduce=inline_reduce, reduce_time_factor=reduce_time_factor,
+                                  max_work=max_work, _pairs=pairs)
+        except WorkLimitError:
+            if pairs:  # the pairs were counted, the bound refused them: remember how many
+                table[key] = (None, *pairs[0])
+            raise
         hit = table[key] = (abg, *pairs[0])
     else:  # whether the bound refuses a call does not depend on what ran before it
         _check_pairs(hit[1], hit[2], max_work)

@@ -50,6 +50,7 @@ from .limits import (
     MAX_CALL_RANKS,
     MAX_DES_TRANSFERS,
     MAX_FLOW_UPDATES,
+    MAX_SCHEDULE_BYTES,
     MAX_SIZE_BYTES,
     MAX_SWEEP_SIZES,
     MAX_WORK,
@@ -259,7 +260,12 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                        reduce_time_factor=reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0,
                        inline_reduce=inline_ok)
     buffer_bytes = hccl.buffer_bytes if hccl is not None else None
-    check_work(spec, args, buffer_bytes, max_transfers)
+    # the analytical mode of a large call is bounded by the extrapolated count and builds its
+    # schedule only when the size-independent path parameters are not cached yet
+    lazy = mode == "analytical" and args.p > PROBE_RANKS and args.send_matrix is None and not spec.user \
+        and verify is not True
+    built: dict = {}
+    check_work(spec, args, buffer_bytes, max_transfers, exact=not lazy, built=built)
     # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece;
     # hcsim holds every rank until all have finished loop i (hccl/buffer.py: HCCL's closing
     # handshakes are with the peers a rank exchanged with, which for the symmetric collectives comes
@@ -268,9 +274,12 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     # Schedule.barriers through the engine; tests/test_robust_api.py).
     loops = loop_pieces(args, buffer_bytes)
     pieces = [(dataclasses.replace(args, nbytes=n), count) for n, count in loops.items()]
-    schedules = [(run_builder(spec, piece), count) for piece, count in pieces]
-    verified = verify is True or (verify == "auto" and (spec.user or all(_small_enough(s) for s, _ in schedules)))
-    for schedule, _ in schedules:
+    if lazy:  # built below only if its path parameters are not cached; never verified on this many ranks
+        schedules, verified = None, False
+    else:
+        schedules = [(built.get(piece.nbytes) or run_builder(spec, piece), count) for piece, count in pieces]
+        verified = verify is True or (verify == "auto" and (spec.user or all(_small_enough(s) for s, _ in schedules)))
+    for schedule, _ in schedules or ():
         if verified:
             _verify_once(spec, schedule, force=verify is True)
         elif mode == "des":
@@ -294,7 +303,9 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         # the rank pairs do not depend on the size: cached per algorithm, ranks, layout and options
         key = (spec, collective, args.p, servers, pods, root,
                None if send_matrix is None else np.asarray(args.send_matrix, dtype=np.int64).tobytes())
-        abg = _analytical_parameters(topo, rank_nodes, spec, key, schedules[0][0], routing, ecmp_seed,
+        first = pieces[0][0]
+        abg = _analytical_parameters(topo, rank_nodes, spec, key,
+                                     (lambda: run_builder(spec, first)) if lazy else schedules[0][0], routing, ecmp_seed,
                                      cfg.step_overhead_s, qps, cfg.inline_reduce, cfg.reduce_time_factor,
                                      max_work=max_work)
         t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
@@ -547,7 +558,8 @@ def loop_pieces(args, buffer_bytes) -> dict[int, int]:
     return {n: k for n, k in ((piece, full), (rest, 1)) if k and n}
 
 
-def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS) -> int:
+def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS, *, exact: bool = True,
+               built: dict | None = None) -> int:
     """Count the transfers a call's simulation takes on and refuse it beyond ``max_transfers``.
 
     Each distinct CCL-buffer piece is simulated once (:func:`simulate`), so the count is over
@@ -556,6 +568,10 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS)
     from the same algorithm on the call's first 1/8 and 1/4 of the servers (or ranks), so that
     a schedule too large to build is refused before it is built (an NB allreduce on 16,384
     ranks would hold 134M transfers in its first step). Returns the count.
+
+    ``exact=False``: above ``PROBE_RANKS`` ranks the extrapolated count is the answer (nothing is
+    built; the analytical mode, which builds a schedule once per shape). ``built``: a dict that
+    receives each schedule built here, by piece size, for the caller to use rather than build again.
     """
     if args.p > MAX_CALL_RANKS:
         raise bad_value("ranks", args.p, f"at most {MAX_CALL_RANKS} ranks in one call (hcsim.limits.MAX_CALL_RANKS)")
@@ -564,12 +580,17 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS)
         estimate = sum(_extrapolated_transfers(spec, piece) for piece in pieces)
         if estimate > max_transfers:
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
+        if not exact:
+            return int(estimate)
     count = 0
     for piece in pieces:
-        for step in run_builder(spec, piece).steps:
+        schedule = run_builder(spec, piece)
+        for step in schedule.steps:
             count += len(step)
             if count > max_transfers:
                 raise _too_much(spec, args, f"over {count}", max_transfers)
+        if built is not None:
+            built[piece.nbytes] = schedule
     return count
 
 
@@ -578,21 +599,63 @@ PROBE_RANKS = 1024
 
 
 def _extrapolated_transfers(spec, args) -> float:
-    """Transfers of ``spec`` on ``args``, from the same call on two truncated layouts."""
+    """Transfers of ``spec`` on ``args``, from the same call on two truncated layouts of about
+    ``PROBE_RANKS / 2`` and ``PROBE_RANKS`` ranks (quick to build whatever the call's size).
+
+    Raises :class:`WorkLimitError` when the schedule would hold more than
+    :data:`~hcsim.limits.MAX_SCHEDULE_BYTES`, its memory per transfer measured while the larger
+    layout is built (a staged alltoall keeps each message's chunks, about 700 bytes a
+    transfer, where a ring keeps under 100), before anything that size is built. Both are
+    kept per call shape (they do not depend on the size), so a sweep probes once."""
+    key = (spec, args.collective, args.p, args.server_sizes, args.pods, args.root)
+    hit = _PROBES.get(key)
+    if hit is None:
+        hit = _PROBES[key] = _probe(spec, args)
+        if len(_PROBES) > 1024:
+            _PROBES.pop(next(iter(_PROBES)))
+    estimate, held, (p0, p1) = hit
+    if held > MAX_SCHEDULE_BYTES:
+        raise WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks would hold about "
+                             f"{estimate:.3g} transfers in {held / 2**30:.3g} GiB (extrapolated from {p0} and {p1} "
+                             f"ranks), more than MAX_SCHEDULE_BYTES = {MAX_SCHEDULE_BYTES / 2**30:g} GiB; use fewer "
+                             "ranks or another algorithm")
+    return estimate
+
+
+_PROBES: dict = {}
+"""Call shape -> (transfers, bytes, probe ranks) of :func:`_extrapolated_transfers`."""
+
+
+def _probe(spec, args):
+    import tracemalloc
+
     sizes = args.server_sizes
     counts = []
-    for fraction in (8, 4):
-        m = max(2, len(sizes) // fraction) if len(sizes) > 1 else 0
+    for target in (PROBE_RANKS // 2, PROBE_RANKS):
+        m = min(len(sizes), max(2, len(sizes) * target // args.p)) if len(sizes) > 1 else 0
         servers = sizes[:m] if m else ()
-        p = sum(servers) if m else max(2, args.p // fraction)
+        p = sum(servers) if m else max(2, min(target, args.p // 2))
         pods = _truncated(args.pods, m) if m and args.pods else ()
         small = make_args(args.collective, p, args.nbytes, min(args.root, p - 1), servers, pods)
-        counts.append((p, sum(len(st) for st in run_builder(spec, small).steps)))
+        own = target == PROBE_RANKS and not tracemalloc.is_tracing()  # the memory of the larger one
+        if own:
+            tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            sched = run_builder(spec, small)
+            held = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            if own:
+                tracemalloc.stop()
+        counts.append((p, sum(len(st) for st in sched.steps)))
+        del sched
     (p0, t0), (p1, t1) = counts
     if p1 <= p0 or t0 <= 0:
-        return float(t1)
-    exponent = min(3.0, max(1.0, math.log(t1 / t0) / math.log(p1 / p0)))
-    return t1 * (args.p / p1) ** exponent
+        estimate = float(t1)
+    else:
+        exponent = min(3.0, max(1.0, math.log(t1 / t0) / math.log(p1 / p0)))
+        estimate = t1 * (args.p / p1) ** exponent
+    return estimate, estimate * held / max(t1, 1), (p0, p1)
 
 
 def _truncated(pods, servers: int) -> tuple:

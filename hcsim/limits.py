@@ -37,6 +37,11 @@ MAX_CALL_RANKS = 16_384
 are built before they are counted, and some hold p^2 chunks (alltoall) or p^2/2 transfers in
 a step (NHR, NB): beyond this they outgrow memory before a bound could be checked."""
 
+MAX_SCHEDULE_BYTES = 2 << 30
+"""Most memory one call's schedule may hold (2 GiB), estimated before it is built for calls of
+more than :data:`hcsim.api.PROBE_RANKS` ranks (:func:`hcsim.api.check_work`): a staged alltoall
+on 4,096 ranks would hold 2.1M transfers in about 2.5 GiB, on 16,384 ranks 35M in 40 GiB."""
+
 MAX_SWEEP_SIZES = 4096
 """Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""
 

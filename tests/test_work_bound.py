@@ -275,3 +275,38 @@ def _one_ring(p):
     w = Workload("one")
     w.collective("ar", w.communicator("w", list(range(p))), "allreduce", 64 << 20, algorithm="ring")
     return w
+
+
+def test_a_schedule_too_large_to_hold_is_refused_before_it_is_built(monkeypatch):
+    import hcsim.api as api
+    from hcsim.limits import MAX_SCHEDULE_BYTES
+    from hcsim.topology.ascend import atlas900_a2_pod
+
+    built = []
+    real = api.run_builder
+    monkeypatch.setattr(api, "run_builder", lambda spec, args: built.append(args.p) or real(spec, args))
+    topo = atlas900_a2_pod(servers=2048)  # 16,384 NPUs: a staged alltoall would hold about 30M transfers, 18 GiB
+    for _ in range(2):
+        with pytest.raises(WorkLimitError, match="MAX_SCHEDULE_BYTES") as info:
+            hcsim.simulate(topo, "alltoall", 1 << 20, "mesh/pairwise", mode="analytical")
+        assert "\n" not in str(info.value)
+    assert max(built) <= api.PROBE_RANKS  # only the two probes were built...
+    assert len(built) == 2  # ...once: the second call knew
+    assert MAX_SCHEDULE_BYTES == 2 << 30
+
+
+def test_analytical_mode_builds_a_large_schedule_once_across_sizes(monkeypatch):
+    import hcsim.api as api
+    from hcsim.topology import single_switch
+
+    built = []
+    real = api.run_builder
+    monkeypatch.setattr(api, "run_builder", lambda spec, args: built.append(args.p) or real(spec, args))
+    topo = single_switch(2048, 25e9, 1e-6)
+    sizes = [1 << 20, 1 << 22, 1 << 24]
+    times = [hcsim.simulate(topo, "allgather", n, "ring", mode="analytical").time_s for n in sizes]
+    assert [b for b in built if b == 2048] == [2048]  # the call's own schedule: once, for its rank pairs
+    assert times == sorted(times)
+    # and the time is the closed form's of the same schedule the event-driven mode runs
+    des = hcsim.simulate(topo, "allgather", sizes[0], "ring")
+    assert des.time_s == pytest.approx(times[0], rel=1e-9)
