@@ -156,6 +156,9 @@ def verify(schedule: Schedule) -> None:
                                 f"[{int(step.chunk_lo[i])}, {int(step.chunk_hi[i])}) hold {int(expect[i])}")
         if step.reduce.any() and coll not in REDUCING:
             raise ScheduleError(f"step {k}: {coll} cannot reduce, but a transfer is marked reduce")
+        if _apply_step(state, step, c):
+            continue
+        # something is wrong with this step: replay it transfer by transfer to name the first fault
         snap = state.copy()
         copied = np.zeros((p, c), dtype=bool)
         reduced = np.zeros((p, c), dtype=bool)
@@ -188,6 +191,33 @@ def verify(schedule: Schedule) -> None:
         else:
             detail = "does not hold it" if got.sum() == 0 else "holds it"
         raise ScheduleError(f"{schedule.algorithm} {coll} p={p}: after the last step rank {r} chunk {ch} {detail}")
+
+
+def _apply_step(state: np.ndarray, step, c: int) -> bool:
+    """Apply a valid chunk-level step to ``state`` at once and return True; return False, with
+    ``state`` untouched, if any transfer breaks a rule (:func:`verify` then replays the step
+    transfer by transfer, in order, to name the first one that does). The same rules as the
+    replay: every transfer reads the state before the step; a sender holds what it sends; a
+    receiver gets a chunk by copy at most once in a step and never both by copy and by
+    reduction; reductions into one chunk add up, in any order."""
+    lengths = step.chunk_hi - step.chunk_lo
+    if not len(lengths):
+        return True
+    tr = np.repeat(np.arange(len(step)), lengths)
+    starts = np.cumsum(lengths) - lengths
+    ch = np.arange(int(lengths.sum())) - np.repeat(starts - step.chunk_lo, lengths)
+    src, dst, red = step.src[tr], step.dst[tr], np.asarray(step.reduce, dtype=bool)[tr]
+    data = state[src, ch]  # a copy: every transfer reads the state before the step
+    if not data.reshape(len(ch), -1).any(axis=1).all():
+        return False
+    key = dst.astype(np.int64) * c + ch
+    copy_key = key[~red]
+    if np.unique(copy_key).size != copy_key.size or np.isin(key[red], copy_key).any():
+        return False
+    state[dst[~red], ch[~red]] = data[~red]
+    if red.any():
+        np.add.at(state, (dst[red], ch[red]), data[red])
+    return True
 
 
 class _CallableModule(type(sys)):
