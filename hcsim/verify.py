@@ -211,8 +211,12 @@ def _apply_step(state: np.ndarray, step, c: int) -> bool:
     if not data.reshape(len(ch), -1).any(axis=1).all():
         return False
     key = dst.astype(np.int64) * c + ch
-    copy_key = key[~red]
-    if np.unique(copy_key).size != copy_key.size or np.isin(key[red], copy_key).any():
+    copies = np.bincount(key[~red])  # per (receiver, chunk): copies into it this step
+    if copies.size and copies.max() > 1:
+        return False
+    into = key[red]
+    into = into[into < copies.size]
+    if into.size and copies[into].any():
         return False
     state[dst[~red], ch[~red]] = data[~red]
     if red.any():
