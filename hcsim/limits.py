@@ -52,8 +52,10 @@ interpreter and numpy calls, a route search about as much, a flow-rate update ab
 (docs/performance.md, "The work bound")."""
 
 WORK_PER_RANK_OP = 20
-"""Work units a job (:func:`hcsim.workload.run`) counts per operation and rank as it starts and as it
-ends (its dependency bookkeeping, about 20 us each), besides its engine's."""
+"""Work units a job (:func:`hcsim.workload.run`) counts per operation and rank as it is planned
+(before anything is planned), as it starts and as it ends (its planning and dependency
+bookkeeping, about 10 us each on a 2-core machine: docs/performance.md, "The work bound"),
+besides its engine's."""
 
 MAX_WORK = 5_000_000
 """Most engine work (units of :data:`WORK_PER_INSTANT` per event instant, step entry, contention-free step

@@ -310,3 +310,18 @@ def test_analytical_mode_builds_a_large_schedule_once_across_sizes(monkeypatch):
     # and the time is the closed form's of the same schedule the event-driven mode runs
     des = hcsim.simulate(topo, "allgather", sizes[0], "ring")
     assert des.time_s == pytest.approx(times[0], rel=1e-9)
+
+
+def test_a_job_too_large_to_plan_is_refused_before_planning(monkeypatch):
+    from hcsim.limits import WORK_PER_RANK_OP
+    from hcsim.workload import runner
+
+    w = Workload("many")
+    c = w.communicator("all", list(range(8)))
+    for i in range(100):
+        w.collective(f"ar{i}", c, "allreduce", 1 << 20, algorithm="ring")
+    planned = []
+    monkeypatch.setattr(runner._Job, "_plan", lambda self, i, op: planned.append(i))
+    with pytest.raises(WorkLimitError, match="before planning its 100 operations") as info:
+        run(full_mesh(8, 10e9), w, max_work=100 * 8 * WORK_PER_RANK_OP - 1)
+    assert "\n" not in str(info.value) and not planned

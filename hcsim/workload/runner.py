@@ -256,6 +256,13 @@ class _Job:
         return waiting, on_rank, on_whole
 
     def play(self) -> JobResult:
+        # planning and the dependency graph cost per operation and rank too: counted (and bounded)
+        # before either is done, so a job too large even to plan is refused before it starts
+        op_ranks = sum(len(op.involved()) for op in self.ops)
+        self.fabric.job_work += WORK_PER_RANK_OP * op_ranks
+        if self.fabric.max_work is not None:
+            self.fabric.check_work(None, f"before planning its {len(self.ops):,} operations ({op_ranks:,} operation "
+                                         f"ranks, {WORK_PER_RANK_OP} units each to plan)")
         for i, op in enumerate(self.ops):  # plan (and bound) every operation before anything runs
             if isinstance(op, (Collective, SendRecv)):
                 self._plan(i, op)
