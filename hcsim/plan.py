@@ -37,10 +37,11 @@ server or not dividing it, sizes that do not divide, a work limit) is a row with
 ``status="invalid"`` and the one-line reason; it is not simulated and the other points still
 run. The whole plan spends one work bound (the scenario's ``options.max_work``, else
 :data:`hcsim.limits.MAX_JOB_WORK`; :class:`hcsim.api.WorkBudget`): each point gets what the
-points before it left, and points past it are rows with ``status="refused"`` and the reason (on
-a Dask cluster, where points run in no fixed order, each point gets the whole bound). An axis or value that is wrong whatever the point (an unknown axis, a topology without
-that parameter, ``micro_batches = -1``) is a one-line :class:`~hcsim.errors.HcsimError`
-before anything runs.
+points before it left, and points past it are rows with ``status="refused"`` and the reason
+(on a Dask cluster, where points run in no fixed order, each point gets the whole bound). An
+axis or value that is wrong whatever the point (an unknown axis, a topology without that
+parameter, ``micro_batches = -1``) is a one-line :class:`~hcsim.errors.HcsimError` before
+anything runs.
 
 Examples
 --------
