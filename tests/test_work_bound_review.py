@@ -169,14 +169,16 @@ def test_best_workload_names_the_candidates_the_bound_refused():
     w.collective("ar", w.communicator("c", range(8)), "allreduce", 1 << 20, algorithm="auto")
     _, free = best_workload(topo, w, max_work=None)
     assert free[0]["refused"] == []
-    _, bounded = best_workload(topo, w, max_work=4000)
+    from hcsim.workload import run
+
+    bound = run(topo, w, max_work=None).config["work"]  # HCCL's own choice fits; costlier candidates do not
+    _, bounded = best_workload(topo, w, max_work=bound)
     refused = bounded[0]["refused"]
     assert refused and bounded[0]["best"] not in refused
     from hcsim.errors import WorkLimitError
-    from hcsim.workload import run
 
     for cand in refused:  # each alone passes the bound: left out of the race, and named
         alone = Workload("x")
         alone.collective("a", alone.communicator("c", range(8)), "allreduce", 1 << 20, algorithm=cand)
         with pytest.raises(WorkLimitError):
-            run(topo, alone, max_work=4000)
+            run(topo, alone, max_work=bound)
