@@ -57,6 +57,26 @@ def link_classes(topo) -> list[tuple[str, float]]:
     return sorted({(d["spec"].tier, float(d["spec"].bandwidth_Bps)) for _, _, d in topo.graph.edges(data=True)})
 
 
+def rank_link_classes(topo) -> set[tuple[str, float]]:
+    """The :func:`link_classes` of the links with an NPU (a rank) at one end: each rank's own
+    attachment, which every transfer it makes crosses (a CPU rank's share of its node's memory,
+    a GPU's NVLink), as opposed to links deeper in the network (a node's NIC, an uplink)."""
+    g = topo.graph
+    return {(d["spec"].tier, float(d["spec"].bandwidth_Bps)) for u, v, d in g.edges(data=True)
+            if g.nodes[u].get("kind") == "npu" or g.nodes[v].get("kind") == "npu"}
+
+
+SLOWER_PROBE = 0.1
+"""``fit="bottleneck"`` tries each link class doubled and at this factor: a class the largest
+point crosses that does not limit it as built (a rank's memory share under a slower NIC) limits
+it once this much slower, and is then a candidate too."""
+
+RANK_LINK_MARGIN = 0.01
+"""``fit="bottleneck"`` fits a class deeper in the network instead of the ranks' own links only
+when it leaves an RMS log error lower by more than this (1%): when both fit the points, the
+ranks' own rate is fitted and the network keeps its spec rates."""
+
+
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
@@ -189,12 +209,15 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         What is fitted. ``"tiers"`` (default): one bandwidth factor per tier the points use,
         the per-step overhead and a launch factor. ``"bottleneck"``: two parameters, for a fit
         on two points (a small and a large one): the per-step overhead and one factor on the
-        links of one :func:`link_classes` class: of the classes whose doubling moves the largest
-        point's prediction, the one whose fit (Nelder-Mead, restarted once from its end) leaves
-        the least error; every other link keeps the rate the topology gives it and the launch
-        overheads are kept. A rate fitted on a point that one kind of link
-        bounds then does not move links of another kind (a node's NIC when the point ran over
-        its memory).
+        links of one :func:`link_classes` class: of the classes whose doubling or slowing (:data:`SLOWER_PROBE`)
+        moves the largest point's prediction, the one whose fit (Nelder-Mead, restarted once from its
+        end) leaves the least error, where the ranks' own links (:func:`rank_link_classes`) win
+        unless a class deeper in the network fits better by :data:`RANK_LINK_MARGIN`; every
+        other link keeps the rate the topology gives it and the launch overheads are kept. A
+        rate fitted on a point that one kind of link bounds then does not move links of another
+        kind (a node's NIC when the point ran over its memory); and when two points cannot tell
+        the ranks' own rate from a NIC's (a CPU cluster's 1 MiB allreduce is as slow over a
+        25 Gb/s port as over 100 Gb/s InfiniBand), the NIC keeps its line rate.
     regimes : callable, optional
         With ``fit="bottleneck"``: ``regimes(step_overhead_s, link_Bps) -> MessageRegimes``, the
         transport's message regimes as a function of the two fitted values (the per-step
@@ -265,7 +288,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     # tier), the prediction before and after, and at least a Nelder-Mead simplex (tiers + 3)
     per_eval = max(1, work[0])
     n_max = len(tiers) + 2
-    probes = len(link_classes(topo)) if fit == "bottleneck" else len(tiers)
+    probes = 2 * len(link_classes(topo)) if fit == "bottleneck" else len(tiers)
     budget = max_work // per_eval - (1 + probes + 2) - n_max  # a shrink may run n past the limit
     if budget < n_max + 1:
         raise WorkLimitError(
@@ -284,12 +307,16 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
                             "points of 2 calls or more for fit='bottleneck', best a small and a large size (it "
                             "fits a per-step overhead and a link rate: one call's time cannot tell them apart)")
         largest = int(np.argmax([n for _, n, _, _, _ in points]))
-        shifts = {k: np.abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s)) - start)
+        # each class doubled and made SLOWER_PROBE as fast: a class that does not limit the largest
+        # point as built may limit it once slower (the ranks' own links under a slower NIC)
+        shifts = {k: np.maximum(np.abs(predict(class_scaled(topo, k, 2.0, d0.step_overhead_s)) - start),
+                                np.abs(predict(class_scaled(topo, k, SLOWER_PROBE, d0.step_overhead_s)) - start))
                   for k in link_classes(topo)}
-        # the classes that limit the largest point; else (an NPU's endpoint cap limits it) those
-        # that limit any point, most first; a class no point depends on is never fitted
+        # the classes that limit the largest point (or would, slower); else (an NPU's endpoint cap
+        # limits it) those that limit any point, most first; a class no point depends on is never fitted
         candidates = (sorted((k for k in shifts if shifts[k][largest] > 1e-9), key=lambda k: -shifts[k][largest])
                       or sorted((k for k in shifts if shifts[k].max() > 1e-9), key=lambda k: -shifts[k].sum()))
+        own = rank_link_classes(topo)
         if not candidates:
             raise ConfigError(f"fit = 'bottleneck': no link of {topo.name!r} limits any measured point (NPU "
                               "endpoint caps or latency do); use fit='tiers'")
@@ -331,10 +358,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     limit = bounds[limit_by]
     if klass is None:
         x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
-    else:  # each class that moves the largest point, fitted, restarted once; the best fit wins
+    else:  # each class that moves the largest point, fitted, restarted once; the best fit wins,
+        # a class deeper in the network over the ranks' own links only by RANK_LINK_MARGIN
         # the runs share the one limit (it bounds the whole fit): each may use what is left, less
         # a simplex (3 evaluations, a shrink may add 2) for every run after it
-        best, evals = None, 0
+        best, evals = {}, 0
         runs = 2 * len(candidates)
         for j, k in enumerate(candidates):
             klass = k
@@ -342,9 +370,13 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             evals += ek
             xk, fk, ek2 = _nelder_mead(loss, xk, [0.25, 0.25], max(3, limit - evals - 5 * (runs - 2 * j - 2)))
             evals += ek2
-            if best is None or fk < best[1] - 1e-12:
-                best = (xk, fk, k)
-        x, _, klass = best
+            group = k in own
+            if group not in best or fk < best[group][1] - 1e-12:
+                best[group] = (xk, fk, k)
+        deeper, ranks_own = best.get(False), best.get(True)
+        pick = ranks_own if ranks_own is not None and (
+            deeper is None or np.sqrt(deeper[1]) >= np.sqrt(ranks_own[1]) - RANK_LINK_MARGIN) else deeper
+        x, _, klass = pick
         used = [klass[0]]
     after = predict(build(x))
     scale, step, f = unpack(x)

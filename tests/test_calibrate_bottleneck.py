@@ -107,3 +107,45 @@ def test_bottleneck_fit_keeps_to_its_evaluation_limit_over_every_class_and_resta
         _, rep = calibrate(base, pts, fit="bottleneck", max_evals=limit)
         # Nelder-Mead may finish a shrink (2 evaluations) past the limit, as the tiers fit does
         assert rep["evaluations"] <= limit + 2, rep["evaluations"]
+
+
+def _slow_nic_cluster():
+    """Two 4-rank nodes whose 5 GB/s NIC is slower as built than each rank's 10 GB/s link."""
+    base = leaf_spine(2, 4, 1, 10e9, oversubscription=8.0, tier="roce")
+    assert link_classes(base) == [("roce", 5e9), ("roce", 10e9)]
+    return base
+
+
+def test_two_points_that_cannot_tell_the_ranks_from_the_nic_fit_the_ranks_and_keep_the_nic():
+    """A ring allreduce slowed by the ranks' own rate (x0.2) is bounded by the NIC as built, so
+    the NIC at x0.4 fits its two points exactly too; the ranks' own links are fitted (they were
+    not even a candidate when only doubling was tried) and the NIC keeps its line rate."""
+    from hcsim.calibrate import rank_link_classes
+
+    base = _slow_nic_cluster()
+    assert rank_link_classes(base) == {("roce", 10e9)}
+    truth = class_scaled(base, ("roce", 10e9), 0.2, 3e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "size_bytes": [64, 64 << 20]})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
+    fitted, rep = calibrate(base, pts, fit="bottleneck")
+    assert rep["link_scale"] == {"roce@10GBps": pytest.approx(0.2, rel=0.01)}
+    assert rep["rms_log_error_after"] < 1e-3
+    assert fitted.link_spec("leaf0", "spine0").bandwidth_Bps == 5e9
+    # the NIC alone fits these two points as well: the choice is the rule's, not the data's
+    nic_only = class_scaled(base, ("roce", 5e9), 0.4, 3e-6)
+    assert hcsim.simulate(nic_only, "allreduce", 64 << 20, "ring").time_us == pytest.approx(
+        pts.time_us[1], rel=1e-3)
+
+
+def test_a_deeper_class_is_fitted_where_it_explains_the_points_clearly_better():
+    """Points that tell them apart (an allgather ring, which barely crosses the NIC, and a
+    pairwise alltoall, which the NIC bounds) made with the NIC at x0.25: the NIC is fitted."""
+    base = _slow_nic_cluster()
+    truth = class_scaled(base, ("roce", 5e9), 0.25, 3e-6)
+    pts = pd.DataFrame({"collective": ["allreduce", "allgather", "alltoall"], "algorithm": ["ring", "ring", "pairwise"],
+                        "size_bytes": [64, 64 << 20, 64 << 20]})
+    pts["time_us"] = [hcsim.simulate(truth, c, n, a).time_us
+                      for c, n, a in zip(pts.collective, pts.size_bytes, pts.algorithm, strict=True)]
+    _, rep = calibrate(base, pts, fit="bottleneck")
+    assert rep["link_scale"] == {"roce@5GBps": pytest.approx(0.25, rel=0.01)}
+    assert rep["rms_log_error_after"] < 1e-3
