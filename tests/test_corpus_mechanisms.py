@@ -122,6 +122,17 @@ def test_open_mpi_systems_rows_run_open_mpis_choice():
     assert pick[("allgather", 32768)] == "hd" and pick[("allgather", 65536)] == "ne"
     assert pick[("alltoall", 8192)] == "bruck" and pick[("alltoall", 16384)] == "mesh"
     assert pick[("alltoall", 262144)] == "pairwise"
+    # an `intel-mpi` system's rows run MPICH's defaults (the stand-in for Intel MPI's unpublished tuning)
     intel = next(s for s in load_corpus() if s["system"].endswith("InfiniBand, Intel MPI"))
     same = _library(intel["measured"], intel["topology"], intel["transport"])
-    assert "ne" not in set(same.algorithm) and "bruck" not in set(same.algorithm)
+    pick = dict(zip(zip(same.collective, same.size_bytes, strict=True), same.algorithm, strict=True))
+    assert pick[("allreduce", 2048)] == "rd" and pick[("allreduce", 4096)] == "rabenseifner"
+    assert pick[("allgather", 262144)] == "hd" and pick[("allgather", 524288)] == "ring"
+    assert pick[("alltoall", 16384)] == "bruck" and pick[("alltoall", 32768)] == "mesh"
+    assert pick[("alltoall", 4 << 20)] == "pairwise" and "ne" not in set(same.algorithm)
+    # a transport with no known rule (RCCL) keeps HCCL's choice
+    from hcsim.corpus import _selected
+
+    mi = next(s for s in load_corpus() if "MI300X" in s["system"])
+    assert _library(mi["measured"], mi["topology"], mi["transport"]).algorithm.tolist() == \
+        _selected(mi["measured"], mi["topology"]).algorithm.tolist()
