@@ -223,6 +223,12 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 MPI, RCCL, whose tuning tables differ from NCCL's) are fitted without regimes."""
 
 
+CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi")
+"""Transports whose ranks are CPU processes: their own links stand for each rank's share of its
+node's memory (its copies and reductions), a rate no spec gives, while the node's NIC has a line
+rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
+
+
 def transport_regimes(transport: str | None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
     from .calibrate import nccl_protocol_regimes
@@ -245,7 +251,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     row and run as named, without HCCL's CCL-buffer loops, which belong to HCCL alone. Any other
     value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
-    step overhead and the rate of the link class that explains the two points); with
+    step overhead and the rate of the link class that explains the two points, the ranks' own
+    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
     is fitted with them.
 
@@ -265,6 +272,9 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
                         else _library(measured, system["topology"], system.get("transport")))
     if regimes and fit == "bottleneck" and transport_regimes(system.get("transport")) is not None:
         calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
+    library = (system.get("transport") or "").split()[:1]
+    if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
+        calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **calibrate_kwargs)
     rows = validate_measured(measured, fitted, algorithm=algo)
