@@ -57,6 +57,26 @@ def link_classes(topo) -> list[tuple[str, float]]:
     return sorted({(d["spec"].tier, float(d["spec"].bandwidth_Bps)) for _, _, d in topo.graph.edges(data=True)})
 
 
+def rank_link_classes(topo) -> set[tuple[str, float]]:
+    """The :func:`link_classes` of the links with an NPU (a rank) at one end: each rank's own
+    attachment, which every transfer it makes crosses (a CPU rank's share of its node's memory,
+    a GPU's NVLink), as opposed to links deeper in the network (a node's NIC, an uplink)."""
+    g = topo.graph
+    return {(d["spec"].tier, float(d["spec"].bandwidth_Bps)) for u, v, d in g.edges(data=True)
+            if g.nodes[u].get("kind") == "npu" or g.nodes[v].get("kind") == "npu"}
+
+
+SLOWER_PROBE = 0.1
+"""With ``prefer_rank_links``, ``fit="bottleneck"`` also tries the ranks' own link classes at
+this factor: one the largest point crosses that does not limit it as built (a CPU rank's memory
+share under a slower NIC) limits it once this much slower, and is then a candidate too."""
+
+RANK_LINK_MARGIN = 0.01
+"""With ``prefer_rank_links``, ``fit="bottleneck"`` fits a class deeper in the network instead
+of the ranks' own links only when it leaves an RMS log error lower by more than this (1%): when
+both fit the points, the ranks' own rate is fitted and the network keeps its spec rates."""
+
+
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
@@ -151,7 +171,8 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
-              max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None):
+              max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None,
+              prefer_rank_links: bool = False):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -191,15 +212,25 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         on two points (a small and a large one): the per-step overhead and one factor on the
         links of one :func:`link_classes` class: of the classes whose doubling moves the largest
         point's prediction, the one whose fit (Nelder-Mead, restarted once from its end) leaves
-        the least error; every other link keeps the rate the topology gives it and the launch
-        overheads are kept. A rate fitted on a point that one kind of link
-        bounds then does not move links of another kind (a node's NIC when the point ran over
-        its memory).
+        the least error (on a tie, the one doubling moved most); every other link keeps the rate
+        the topology gives it and the launch overheads are kept. A rate fitted on a point that
+        one kind of link bounds then does not move links of another kind (a node's NIC when the
+        point ran over its memory).
     regimes : callable, optional
         With ``fit="bottleneck"``: ``regimes(step_overhead_s, link_Bps) -> MessageRegimes``, the
         transport's message regimes as a function of the two fitted values (the per-step
         overhead and the fitted class's link rate), set on every candidate topology the fit
         tries and on the result (:func:`nccl_protocol_regimes`). None: the topology's own.
+    prefer_rank_links : bool
+        With ``fit="bottleneck"``, for ranks that are CPU processes (MPI): the ranks' own links
+        (:func:`rank_link_classes`; a CPU rank's share of its node's memory, which stands for
+        its copies and reductions, a rate no spec sheet gives) are also tried slowed
+        (:data:`SLOWER_PROBE`) and are fitted unless a class deeper in the network fits the
+        points better by :data:`RANK_LINK_MARGIN`; when two points cannot tell the ranks'
+        rate from a NIC's, the NIC keeps its line rate (a CPU cluster's 1 MiB allreduce is as
+        slow over a 25 Gb/s port as over 100 Gb/s InfiniBand). Not for accelerators, whose own
+        links (NVLink, HCCS) have line rates too: a NIC-bound GPU ring would be charged to its
+        NVLink. Default False.
 
     Returns
     -------
@@ -231,6 +262,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("max_work", max_work, "a whole number >= 1")
     if fit not in ("tiers", "bottleneck"):
         raise bad_value("fit", fit, "tiers or bottleneck")
+    if not isinstance(prefer_rank_links, (bool, np.bool_)) or (prefer_rank_links and fit != "bottleneck"):
+        raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
     if regimes is not None and (fit != "bottleneck" or not callable(regimes)):
         raise bad_value("regimes", regimes, "a callable (step_overhead_s, link_Bps) -> MessageRegimes, "
                         "with fit='bottleneck'")
@@ -265,7 +298,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     # tier), the prediction before and after, and at least a Nelder-Mead simplex (tiers + 3)
     per_eval = max(1, work[0])
     n_max = len(tiers) + 2
-    probes = len(link_classes(topo)) if fit == "bottleneck" else len(tiers)
+    probes = len(link_classes(topo)) + (len(rank_link_classes(topo)) if prefer_rank_links else 0) \
+        if fit == "bottleneck" else len(tiers)
     budget = max_work // per_eval - (1 + probes + 2) - n_max  # a shrink may run n past the limit
     if budget < n_max + 1:
         raise WorkLimitError(
@@ -290,6 +324,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         # that limit any point, most first; a class no point depends on is never fitted
         candidates = (sorted((k for k in shifts if shifts[k][largest] > 1e-9), key=lambda k: -shifts[k][largest])
                       or sorted((k for k in shifts if shifts[k].max() > 1e-9), key=lambda k: -shifts[k].sum()))
+        own = rank_link_classes(topo) if prefer_rank_links else set()
+        # the ranks' own links also when they would limit the largest point slower (a CPU rank's
+        # memory share under a slower NIC): then fitted unless a deeper class fits clearly better
+        candidates += [k for k in sorted(own) if k not in candidates and np.abs(
+            predict(class_scaled(topo, k, SLOWER_PROBE, d0.step_overhead_s)) - start)[largest] > 1e-9]
         if not candidates:
             raise ConfigError(f"fit = 'bottleneck': no link of {topo.name!r} limits any measured point (NPU "
                               "endpoint caps or latency do); use fit='tiers'")
@@ -332,9 +371,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if klass is None:
         x, _, evals = _nelder_mead(loss, x0, [0.5] * len(x0), limit)
     else:  # each class that moves the largest point, fitted, restarted once; the best fit wins
-        # the runs share the one limit (it bounds the whole fit): each may use what is left, less
+        # (with prefer_rank_links, a class deeper in the network over the ranks' own links only by
+        # RANK_LINK_MARGIN); the runs share the one limit (it bounds the whole fit): each may use what is left, less
         # a simplex (3 evaluations, a shrink may add 2) for every run after it
-        best, evals = None, 0
+        best, evals = {}, 0
         runs = 2 * len(candidates)
         for j, k in enumerate(candidates):
             klass = k
@@ -342,9 +382,13 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             evals += ek
             xk, fk, ek2 = _nelder_mead(loss, xk, [0.25, 0.25], max(3, limit - evals - 5 * (runs - 2 * j - 2)))
             evals += ek2
-            if best is None or fk < best[1] - 1e-12:
-                best = (xk, fk, k)
-        x, _, klass = best
+            group = k in own
+            if group not in best or fk < best[group][1] - 1e-12:
+                best[group] = (xk, fk, k)
+        deeper, ranks_own = best.get(False), best.get(True)
+        pick = ranks_own if ranks_own is not None and (
+            deeper is None or np.sqrt(deeper[1]) >= np.sqrt(ranks_own[1]) - RANK_LINK_MARGIN) else deeper
+        x, _, klass = pick
         used = [klass[0]]
     after = predict(build(x))
     scale, step, f = unpack(x)
@@ -352,7 +396,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if not topo.name.endswith("-calibrated"):
         fitted.name = f"{topo.name}-calibrated"
     launch_us = (d0.launch_overhead_s if klass else launch0 * f) * 1e6
-    report = {"measured_points": len(points), "source": source, "fit": fit,
+    report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,

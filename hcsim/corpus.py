@@ -15,7 +15,8 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
    one class of links (the one that explains the points best), every other link as built;
 3. predicts every other row with the algorithm that ran where the file says
    (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
-   (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`), else HCCL's choice as
+   (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`; for Intel MPI, whose rules are
+   not published, its parent MPICH's defaults, :func:`mpich_default_rule`), else HCCL's choice as
    ``hcsim validate`` does, run without HCCL's CCL-buffer loops on a system that is not an
    Ascend one;
 4. reports per system the median and 90th percentile of |error| over the predicted rows, over
@@ -141,17 +142,63 @@ def open_mpi_fixed_rule(collective: str, size_bytes: int, ranks: int) -> str | N
     return None
 
 
+def mpich_default_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
+    """The hcsim schedule for what MPICH's default selection runs (its ``MPIR_CVAR_*_MSG_SIZE``
+    defaults and the choices of ``MPIR_Allreduce_intra_auto``, ``MPIR_Allgather_intra_auto`` and
+    ``MPIR_Alltoall_intra_auto``, as read in MPICH's source; Thakur, Rabenseifner and Gropp 2005),
+    or None for a collective it does not cover here. Allreduce: recursive doubling up to 2,048
+    bytes, else reduce-scatter then allgather (:mod:`hcsim.algorithms.rabenseifner`). Allgather:
+    recursive doubling below 524,288 bytes in all on a power-of-two rank count, else Bruck below
+    81,920 bytes, else the ring. Alltoall: Bruck up to 256 bytes a peer on 8 ranks or more,
+    isend/irecv to every peer up to 32,768 bytes a peer, else pairwise. MPICH's SMP-aware
+    allreduce (on by default) is not modelled.
+
+    The corpus uses it as the stand-in for Intel MPI, which picks its algorithms from tuning
+    tables that are not published: Intel MPI derives from MPICH (it is ABI-compatible with it,
+    a member of the MPICH ABI Compatibility Initiative, mpich.org, 2013), so MPICH's defaults
+    are its parent's choice, not Intel MPI's own.
+
+    Examples
+    --------
+    >>> [mpich_default_rule("allreduce", n, 64) for n in (2048, 4096)]
+    ['rd', 'rabenseifner']
+    >>> [mpich_default_rule("allgather", n, 64) for n in (1 << 18, 1 << 20)]
+    ['hd', 'ring']
+    >>> [mpich_default_rule("alltoall", 64 * n, 64) for n in (256, 32768, 65536)]
+    ['bruck', 'mesh', 'pairwise']
+    """
+    if collective == "allreduce":
+        return "rd" if size_bytes <= 2048 else "rabenseifner"
+    if collective == "allgather":
+        if size_bytes < 524288 and ranks & (ranks - 1) == 0:
+            return "hd"
+        return "nb" if size_bytes < 81920 else "ring"
+    if collective == "alltoall":
+        peer = size_bytes // ranks
+        if peer <= 256 and ranks >= 8:
+            return "bruck"
+        return "mesh" if peer <= 32768 else "pairwise"
+    return None
+
+
+LIBRARY_RULES = {"openmpi": open_mpi_fixed_rule, "intel-mpi": mpich_default_rule}
+"""The selection rule the corpus predicts a ``transport``'s rows with where they name no
+algorithm: Open MPI's own fixed rules; for Intel MPI, whose own are not published, MPICH's
+defaults (:func:`mpich_default_rule`). Other transports: HCCL's choice."""
+
+
 def _library(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
-    """Rows that name no algorithm get the library's own rule where one is known (Open MPI's),
+    """Rows that name no algorithm get the library's rule where one is known (:data:`LIBRARY_RULES`),
     else HCCL's choice as :func:`_selected` gives it."""
     from .validate import measured_ranks, row_algorithm
 
     sel = _selected(measured, topology)
-    if (transport or "").split()[0:1] != ["openmpi"]:
+    rule_of = LIBRARY_RULES.get((transport or "").split()[0] if transport else None)
+    if rule_of is None:
         return sel
     names = []
     for (_, r), chosen in zip(measured.iterrows(), sel["algorithm"], strict=True):
-        rule = open_mpi_fixed_rule(r["collective"], int(r["size_bytes"]), measured_ranks(r) or 0)
+        rule = rule_of(r["collective"], int(r["size_bytes"]), measured_ranks(r) or 0)
         names.append(chosen if row_algorithm(r, "auto") != "auto" or rule is None else rule)
     return measured.assign(algorithm=names)
 
@@ -176,6 +223,12 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 MPI, RCCL, whose tuning tables differ from NCCL's) are fitted without regimes."""
 
 
+CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi")
+"""Transports whose ranks are CPU processes: their own links stand for each rank's share of its
+node's memory (its copies and reductions), a rate no spec gives, while the node's NIC has a line
+rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
+
+
 def transport_regimes(transport: str | None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
     from .calibrate import nccl_protocol_regimes
@@ -190,14 +243,16 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     and predict every row.
 
     ``algorithm="library"`` (default): rows that name no algorithm run what the system's
-    library runs where its rule is known (an Open MPI system's ``transport``: coll_tuned's fixed
-    decision rules, :func:`open_mpi_fixed_rule`), else HCCL's choice as ``"selected"`` gives it.
+    library runs where its rule is known (:data:`LIBRARY_RULES` by the system's ``transport``:
+    coll_tuned's fixed decision rules for Open MPI, :func:`open_mpi_fixed_rule`; MPICH's defaults
+    as Intel MPI's stand-in, :func:`mpich_default_rule`), else HCCL's choice as ``"selected"`` gives it.
     ``"selected"``: every such row runs HCCL's choice (``auto``, as ``hcsim validate`` predicts
     them); on a topology without a ``product`` (NCCL, RCCL, MPI) that choice is resolved per
     row and run as named, without HCCL's CCL-buffer loops, which belong to HCCL alone. Any other
     value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
-    step overhead and the rate of the link class that explains the two points); with
+    step overhead and the rate of the link class that explains the two points, the ranks' own
+    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
     is fitted with them.
 
@@ -217,6 +272,9 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
                         else _library(measured, system["topology"], system.get("transport")))
     if regimes and fit == "bottleneck" and transport_regimes(system.get("transport")) is not None:
         calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
+    library = (system.get("transport") or "").split()[:1]
+    if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
+        calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **calibrate_kwargs)
     rows = validate_measured(measured, fitted, algorithm=algo)

@@ -107,3 +107,75 @@ def test_bottleneck_fit_keeps_to_its_evaluation_limit_over_every_class_and_resta
         _, rep = calibrate(base, pts, fit="bottleneck", max_evals=limit)
         # Nelder-Mead may finish a shrink (2 evaluations) past the limit, as the tiers fit does
         assert rep["evaluations"] <= limit + 2, rep["evaluations"]
+
+
+def _slow_nic_cluster():
+    """Two 4-rank nodes whose 5 GB/s NIC is slower as built than each rank's 10 GB/s link."""
+    base = leaf_spine(2, 4, 1, 10e9, oversubscription=8.0, tier="roce")
+    assert link_classes(base) == [("roce", 5e9), ("roce", 10e9)]
+    return base
+
+
+def test_two_points_that_cannot_tell_the_ranks_from_the_nic_fit_the_ranks_and_keep_the_nic():
+    """CPU ranks (prefer_rank_links): a ring allreduce slowed by the ranks' own rate (x0.2) is
+    bounded by the NIC as built, so the NIC at x0.4 fits its two points exactly too; the ranks'
+    own links are fitted (doubling them moved nothing: they are a candidate only when slowed)
+    and the NIC keeps its line rate. Without the option the NIC is fitted, as before."""
+    from hcsim.calibrate import rank_link_classes
+
+    base = _slow_nic_cluster()
+    assert rank_link_classes(base) == {("roce", 10e9)}
+    truth = class_scaled(base, ("roce", 10e9), 0.2, 3e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "size_bytes": [64, 64 << 20]})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
+    fitted, rep = calibrate(base, pts, fit="bottleneck", prefer_rank_links=True)
+    assert rep["link_scale"] == {"roce@10GBps": pytest.approx(0.2, rel=0.01)} and rep["prefer_rank_links"]
+    assert rep["rms_log_error_after"] < 1e-3
+    assert fitted.link_spec("leaf0", "spine0").bandwidth_Bps == 5e9
+    _, rep = calibrate(base, pts, fit="bottleneck")
+    assert rep["link_scale"] == {"roce@5GBps": pytest.approx(0.4, rel=0.01)} and rep["rms_log_error_after"] < 1e-3
+
+
+def test_a_deeper_class_is_fitted_where_it_explains_the_points_clearly_better():
+    """Points that tell them apart (an allgather ring, which barely crosses the NIC, and a
+    pairwise alltoall, which the NIC bounds) made with the NIC at x0.25: the NIC is fitted even
+    with prefer_rank_links."""
+    base = _slow_nic_cluster()
+    truth = class_scaled(base, ("roce", 5e9), 0.25, 3e-6)
+    pts = pd.DataFrame({"collective": ["allreduce", "allgather", "alltoall"], "algorithm": ["ring", "ring", "pairwise"],
+                        "size_bytes": [64, 64 << 20, 64 << 20]})
+    pts["time_us"] = [hcsim.simulate(truth, c, n, a).time_us
+                      for c, n, a in zip(pts.collective, pts.size_bytes, pts.algorithm, strict=True)]
+    _, rep = calibrate(base, pts, fit="bottleneck", prefer_rank_links=True)
+    assert rep["link_scale"] == {"roce@5GBps": pytest.approx(0.25, rel=0.01)}
+    assert rep["rms_log_error_after"] < 1e-3
+
+
+def test_gpu_ranks_keep_the_default_the_nic_a_ring_is_bound_by():
+    """Why prefer_rank_links is an option for CPU ranks only: two servers of 8 GPUs (450 GB/s
+    NVLink each, a 200 GB/s uplink) whose ring allreduce the uplink bounds (x0.8). Two points
+    cannot tell NVLink slowed to x0.36 from the uplink at x0.8 either; the default fits the
+    uplink, as a GPU's NVLink has a line rate; with the option the NVLink would be slowed and a
+    1 GiB allreduce inside one server predicted 2.75 times too slow."""
+    base = leaf_spine(2, 8, 1, 450e9, oversubscription=18.0, tier="nvlink")
+    truth = class_scaled(base, ("nvlink", 200e9), 0.8, 10e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "size_bytes": [8, 1 << 30]})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
+    fitted, rep = calibrate(base, pts, fit="bottleneck")
+    assert rep["link_scale"] == {"nvlink@200GBps": pytest.approx(0.8, rel=0.01)}
+    inside = [hcsim.simulate(t, "allreduce", 1 << 30, "ring", ranks=8).time_us for t in (fitted, truth)]
+    assert inside[0] == pytest.approx(inside[1], rel=1e-3)
+    _, rep = calibrate(base, pts, fit="bottleneck", prefer_rank_links=True)
+    assert list(rep["link_scale"]) == ["nvlink@450GBps"]
+
+
+def test_prefer_rank_links_is_checked():
+    from hcsim.errors import HcsimError
+
+    base = _slow_nic_cluster()
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "size_bytes": [64, 1 << 20],
+                        "time_us": [5.0, 500.0]})
+    with pytest.raises(HcsimError, match="prefer_rank_links"):
+        calibrate(base, pts, prefer_rank_links=True)  # only with fit="bottleneck"
+    with pytest.raises(HcsimError, match="prefer_rank_links"):
+        calibrate(base, pts, fit="bottleneck", prefer_rank_links="yes")

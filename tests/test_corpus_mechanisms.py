@@ -122,6 +122,39 @@ def test_open_mpi_systems_rows_run_open_mpis_choice():
     assert pick[("allgather", 32768)] == "hd" and pick[("allgather", 65536)] == "ne"
     assert pick[("alltoall", 8192)] == "bruck" and pick[("alltoall", 16384)] == "mesh"
     assert pick[("alltoall", 262144)] == "pairwise"
+    # an `intel-mpi` system's rows run MPICH's defaults (the stand-in for Intel MPI's unpublished tuning)
     intel = next(s for s in load_corpus() if s["system"].endswith("InfiniBand, Intel MPI"))
     same = _library(intel["measured"], intel["topology"], intel["transport"])
-    assert "ne" not in set(same.algorithm) and "bruck" not in set(same.algorithm)
+    pick = dict(zip(zip(same.collective, same.size_bytes, strict=True), same.algorithm, strict=True))
+    assert pick[("allreduce", 2048)] == "rd" and pick[("allreduce", 4096)] == "rabenseifner"
+    assert pick[("allgather", 262144)] == "hd" and pick[("allgather", 524288)] == "ring"
+    assert pick[("alltoall", 16384)] == "bruck" and pick[("alltoall", 32768)] == "mesh"
+    assert pick[("alltoall", 4 << 20)] == "pairwise" and "ne" not in set(same.algorithm)
+    # a transport with no known rule (RCCL) keeps HCCL's choice
+    from hcsim.corpus import _selected
+
+    mi = next(s for s in load_corpus() if "MI300X" in s["system"])
+    assert _library(mi["measured"], mi["topology"], mi["transport"]).algorithm.tolist() == \
+        _selected(mi["measured"], mi["topology"]).algorithm.tolist()
+
+
+@pytest.mark.slow
+def test_one_clusters_two_networks_fit_one_rank_rate():
+    """Change 10 on the corpus: AlaSKA's Open MPI 4.0.3 runs over EDR InfiniBand and over the
+    25 Gb/s port, each calibrated on its own two allreduce points (the CPU ranks' links preferred),
+    give the same memory-link factor within 5%, and the 25 Gb/s NIC keeps its line rate; the fit
+    of old (the NIC) would have slowed the NIC to a fifth."""
+    from hcsim.calibrate import calibrate
+    from hcsim.corpus import _library, calibration_points, load_corpus
+
+    def fit(suffix, **kw):
+        s = next(s for s in load_corpus() if s["system"].endswith(suffix))
+        pts = _library(s["measured"].loc[calibration_points(s["measured"])], s["topology"], s["transport"])
+        return calibrate(s["topology"], pts, fit="bottleneck", **kw)
+
+    ib = fit("EDR InfiniBand, Open MPI 4.0.3", prefer_rank_links=True)[1]["link_scale"]
+    roce_topo, roce = fit("25 Gb/s Ethernet (RoCE), Open MPI 4.0.3", prefer_rank_links=True)
+    assert list(ib) == ["ib@4.8GBps"] and list(roce["link_scale"]) == ["roce@4.8GBps"]
+    assert roce["link_scale"]["roce@4.8GBps"] == pytest.approx(ib["ib@4.8GBps"], rel=0.05)
+    assert roce_topo.link_spec("leaf0", "spine0").bandwidth_Bps == 3.125e9
+    assert fit("25 Gb/s Ethernet (RoCE), Open MPI 4.0.3")[1]["link_scale"] == {"roce@3.125GBps": pytest.approx(0.186, rel=0.02)}
