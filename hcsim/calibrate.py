@@ -10,7 +10,6 @@ the parameters (numpy only), started from the topology's own values.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import datetime as _dt
 import numbers
@@ -36,7 +35,7 @@ def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float =
     per-collective ones) scaled by ``launch_scale`` (or the default set to
     ``launch_overhead_s``); everything else in its defaults (message regimes, expansion
     modes) is kept."""
-    out = copy.deepcopy(topo)
+    out = topo.copy()
     for _, _, d in out.graph.edges(data=True):
         s = d["spec"]
         if s.tier in tier_scale:
@@ -46,7 +45,6 @@ def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float =
     out.defaults = dataclasses.replace(
         base, step_overhead_s=step_overhead_s, launch_overhead_s=launch,
         launch_overhead_by_collective_s=tuple((c, v * launch_scale) for c, v in base.launch_overhead_by_collective_s))
-    out._compiled = None
     return out
 
 
@@ -80,13 +78,12 @@ both fit the points, the ranks' own rate is fitted and the network keeps its spe
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
-    out = copy.deepcopy(topo)
+    out = topo.copy()
     for _, _, d in out.graph.edges(data=True):
         s = d["spec"]
         if (s.tier, float(s.bandwidth_Bps)) == klass:
             d["spec"] = LinkSpec(s.bandwidth_Bps * factor, s.latency_s, s.tier, s.inline_reduce)
     out.defaults = dataclasses.replace(topo.defaults, step_overhead_s=step_overhead_s)
-    out._compiled = None
     return out
 
 
@@ -289,8 +286,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     def predict(cand):  # a row the topology cannot run is named (predict_row)
         results = [predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False)
                    for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))]
-        work[0] = sum(50 * (res.config.get("instants", 0) + res.config.get("contention_free_steps", 0))
-                      + res.config.get("flow_updates", 0) for res in results)
+        # the engine's whole count of each call (Result.config["work"]): its events and flow
+        # updates, and the rank pairs it routes: a candidate is a new topology, so each of its
+        # calls routes afresh, most of a small call's cost
+        work[0] = sum(res.config.get("work", 50 * res.config.get("instants", 0)) for res in results)
         return np.array([np.log(res.time_us / t) for res, (_, _, t, _, _) in zip(results, points, strict=True)])
 
     start = predict(topo)
@@ -304,8 +303,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if budget < n_max + 1:
         raise WorkLimitError(
             f"max_work = {max_work}: one prediction of the {len(points)} measured points on {topo.name!r} costs "
-            f"{per_eval} units of engine work (50 per event instant or contention-free step + 1 per flow-rate update), and a fit needs at "
-            f"least {1 + probes + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
+            f"{per_eval} units of engine work (hcsim.limits.MAX_WORK's units, route searches included), and a fit "
+            f"needs at least {1 + probes + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
             "or raise max_work (--max-work)")
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
     klass = None

@@ -223,6 +223,11 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 MPI, RCCL, whose tuning tables differ from NCCL's) are fitted without regimes."""
 
 
+CORPUS_CALIBRATION_WORK = 20_000_000
+"""Work bound of each corpus fit (``calibrate(max_work=)``): the validation is a batch study of
+eleven fits, and its bottleneck fits on the 64-rank CPU systems take up to 300 evaluations of
+about 41,000 units each (12M); a user's ``calibrate`` keeps :data:`hcsim.limits.MAX_CALIBRATION_WORK`."""
+
 CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi")
 """Transports whose ranks are CPU processes: their own links stand for each rank's share of its
 node's memory (its copies and reductions), a rate no spec gives, while the node's NIC has a line
@@ -276,7 +281,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
         calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
-                               fit=fit, **calibrate_kwargs)
+                               fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     rows = validate_measured(measured, fitted, algorithm=algo)
     rows["calibration"] = rows.index.isin(cal)
     return rows, report

@@ -88,11 +88,13 @@ MAX_CALIBRATION_SIMULATIONS = 1_200
 seconds on an 8-NPU server; ``calibrate(max_simulations=...)`` raises it."""
 
 MAX_CALIBRATION_WORK = 8_000_000
-"""Work bound of one calibration, in engine units: 50 per event instant (about 50 us of Python
-each) + 1 per flow-rate update, summed over every simulation of the fit (the first prediction's
-work times the predictions the fit makes). Several seconds on a 2-core machine; a fit that
-would need more runs fewer evaluations (its report's ``evaluation_limit_by``), and one that
-cannot afford its first simplex is refused."""
+"""Work bound of one calibration, in the engine units of :data:`MAX_WORK` (each simulation's
+``Result.config["work"]``: events, flow-rate updates and the rank pairs it routes, which a fit's
+candidates, each a new topology, route afresh), summed over every simulation of the fit (the
+first prediction's work times the predictions the fit makes). Several seconds on a 2-core
+machine; a fit that would need more runs fewer evaluations (its report's
+``evaluation_limit_by``), and one that cannot afford its first simplex is refused. The corpus
+validation grants its fits :data:`hcsim.corpus.CORPUS_CALIBRATION_WORK` instead."""
 
 MAX_JOB_WORK = MAX_WORK
 """Work bound of one job's event-driven run (:func:`hcsim.workload.run`), in the units of

@@ -555,7 +555,7 @@ def _perturbed(s, items: list, fields: list):
                             "each seed is another placement of flows, not a change to combine")
     topo = s.topology
     if any(isinstance(p, _TOPOLOGY_KINDS) for p in items):
-        topo = _copy_topology(topo)
+        topo = topo.copy()
         # inelastic loads last: other traffic takes its rate from what a degraded link still
         # carries (f x B - L), whatever order the perturbations were listed in
         for p, where in sorted(zip(items, fields, strict=True), key=lambda pf: isinstance(pf[0], BackgroundLoad)):
@@ -597,13 +597,6 @@ def _as_list(perturbations) -> list:
     return list(perturbations)
 
 
-def _copy_topology(topo):
-    """A new Topology with a copy of the graph (specs are frozen, so they are shared)."""
-    from .topology.model import Topology
-
-    t = Topology(topo.name, topo.description, topo.defaults, dict(topo.provenance), topo.product)
-    t.graph = topo.graph.copy()
-    return t
 
 
 def _node(topo, field: str, name: str) -> str:

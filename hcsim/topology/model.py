@@ -157,6 +157,25 @@ class Topology:
         self.graph = nx.DiGraph()
         self._compiled: _Compiled | None = None
 
+    def copy(self) -> Topology:
+        """A new topology with a copy of the graph (node and edge attribute mappings copied;
+        the specs in them are frozen, so they are shared) and the same defaults: a change to the
+        copy's links leaves this one, and its compiled routes, as they were. Far cheaper than
+        ``copy.deepcopy`` (a calibration builds hundreds of candidates).
+
+        Examples
+        --------
+        >>> from hcsim.topology import ring
+        >>> t = ring(4, 1e9)
+        >>> c = t.copy()
+        >>> c.graph.remove_edge(*next(iter(c.graph.edges)))
+        >>> (t.graph.number_of_edges(), c.graph.number_of_edges())
+        (8, 7)
+        """
+        out = Topology(self.name, self.description, self.defaults, dict(self.provenance), self.product)
+        out.graph = self.graph.copy()
+        return out
+
     # -- checked attributes -------------------------------------------------------------
     @property
     def name(self) -> str:
