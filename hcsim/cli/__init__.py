@@ -232,7 +232,8 @@ def _parser() -> argparse.ArgumentParser:
                     "factor; bottleneck: two parameters (the step overhead and the rate of the one class of links "
                     "that limits the points), for a fit from two points of a sweep (docs/validation.md)")
     ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
-                    help="work bound of the fit (engine units: 50 per event instant + 1 per flow update)")
+                    help="work bound of the fit, summed over its simulations (the engine units of --max-work elsewhere, "
+                         "route searches included; default 8M, a few seconds)")
 
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
