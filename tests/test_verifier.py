@@ -151,3 +151,35 @@ def test_whole_step_verification_agrees_with_the_transfer_by_transfer_replay(see
     monkeypatch.setattr(v, "_apply_step", lambda state, step, c: False)  # always replay
     assert fast == [_outcome(s) for s in cases]
     assert "ok" in fast and any(o != "ok" for o in fast)
+
+
+def _malformed(kind):
+    """A user algorithm: ring's schedule with one thing wrong (fuzz findings C1, I2)."""
+    def build(a):
+        s = build_schedule(a.collective, "ring", a.p, a.nbytes)
+        st = s.steps[0]
+        if kind == "none":
+            return dataclasses.replace(s, steps=[*s.steps, None])
+        if kind == "generator":
+            return dataclasses.replace(s, steps=(x for x in s.steps))
+        if kind == "list":
+            return dataclasses.replace(s, steps=[dataclasses.replace(st, src=st.src.tolist()), *s.steps[1:]])
+        if kind == "float":
+            return dataclasses.replace(s, steps=[dataclasses.replace(st, src=st.src.astype(float)), *s.steps[1:]])
+        if kind == "2d":
+            return dataclasses.replace(s, steps=[dataclasses.replace(st, src=st.src.reshape(1, -1)), *s.steps[1:]])
+        return dataclasses.replace(s, steps=[])  # "empty": moves nothing
+    return build
+
+
+@pytest.mark.parametrize("kind, words", [("none", "is a NoneType, not a Step"),
+                                         ("generator", "schedule.steps is a generator"),
+                                         ("list", "src is a list"), ("float", "1-dimensional float64"),
+                                         ("2d", "2-dimensional"), ("empty", "moves no bytes")])
+@pytest.mark.parametrize("verify", [True, False])
+def test_a_malformed_user_schedule_is_one_schedule_error(kind, words, verify):
+    from hcsim.topology import full_mesh
+
+    with pytest.raises(ScheduleError) as info:
+        hcsim.simulate(full_mesh(4, 10e9, 1e-6), "allgather", 1024, _malformed(kind), verify=verify)
+    assert words in str(info.value) and "\n" not in str(info.value)

@@ -164,4 +164,35 @@ def run_builder(spec: AlgorithmSpec, args: CollectiveArgs) -> Schedule:
         raise ScheduleError(f"algorithm {spec.name!r} returned {type(sched).__name__}, not a Schedule")
     if _call(sched.args) != _call(args):  # the layout (servers, pods) is advice, not part of the call
         raise ScheduleError(f"algorithm {spec.name!r} returned a schedule for {sched.args}, asked for {args}")
+    if spec.user:
+        _check_shapes(spec.name, sched)
     return sched
+
+
+def _check_shapes(name: str, sched: Schedule) -> None:
+    """A user's schedule is made of what the engine reads: a list or tuple of :class:`Step`,
+    each of one-dimensional arrays of equal length (integer ranks, chunks and bytes, boolean
+    reduce flags), moving some bytes in all; else one :class:`ScheduleError` line."""
+    from .schedule import Step
+
+    steps = sched.steps
+    if not isinstance(steps, (list, tuple)):
+        raise ScheduleError(f"algorithm {name!r}: schedule.steps is a {type(steps).__name__}, not a list of Step")
+    moved = False
+    for k, st in enumerate(steps):
+        if not isinstance(st, Step):
+            raise ScheduleError(f"algorithm {name!r}: step {k} is a {type(st).__name__}, not a Step")
+        fields = [("src", st.src, "i"), ("dst", st.dst, "i"), ("nbytes", st.nbytes, "i"), ("reduce", st.reduce, "b")]
+        if not st.is_message:
+            fields += [("chunk_lo", st.chunk_lo, "i"), ("chunk_hi", st.chunk_hi, "i")]
+        for field, a, kind in fields:
+            if not isinstance(a, np.ndarray) or a.ndim != 1 or (a.dtype.kind not in ("iu" if kind == "i" else "b")):
+                what = (f"{a.ndim}-dimensional {a.dtype}" if isinstance(a, np.ndarray) else type(a).__name__)
+                raise ScheduleError(f"algorithm {name!r}: step {k}'s {field} is a {what}, not a one-dimensional "
+                                    + ("integer" if kind == "i" else "boolean") + " array")
+        if len({len(a) for _, a, _ in fields}) > 1:
+            raise ScheduleError(f"algorithm {name!r}: step {k}: transfer arrays differ in length")
+        moved = moved or bool((st.nbytes > 0).any())
+    if not moved:
+        raise ScheduleError(f"algorithm {name!r}: its schedule moves no bytes, but a {sched.args.collective} of "
+                            f"{sched.args.nbytes} bytes on {sched.p} ranks moves data")
