@@ -33,7 +33,7 @@ from .algorithms.schedule import Schedule
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
-from .limits import WORK_PER_INSTANT
+from .limits import FREE_HOPS, WORK_PER_HOP, WORK_PER_INSTANT
 
 
 def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineConfig | None = None) -> float:
@@ -109,13 +109,24 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
     reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
     if _pairs is not None:  # for cached_path_parameters: a cached answer is bounded as a fresh one
-        _pairs.append((len(pairs), schedule.algorithm))
+        _pairs.append((len(pairs), schedule.algorithm, 0))
     _check_pairs(len(pairs), schedule.algorithm, max_work)
     src, dst = np.divmod(pairs, p)
     # Route every pair first: routing appends to the path store, whose arrays are rebuilt
     # after each addition, so they are read once, after the last route.
-    routes = [net.route(a, b, routing, seed, qps) for a, b in zip(rank_node[src].tolist(), rank_node[dst].tolist(),
-                                                                     strict=True)]
+    routes, extra, ptr = [], 0, net.paths.res_ptr
+    for a, b in zip(rank_node[src].tolist(), rank_node[dst].tolist(), strict=True):
+        ids = net.route(a, b, routing, seed, qps)
+        routes.append(ids)
+        hops = max((ptr[i + 1] - ptr[i] for i in ids), default=0)
+        if hops > FREE_HOPS:  # a long path's search costs more than an instant (hcsim.limits.FREE_HOPS)
+            extra += WORK_PER_HOP * (hops - FREE_HOPS)
+            if max_work is not None and len(pairs) * WORK_PER_INSTANT + extra > max_work:
+                if _pairs is not None:
+                    _pairs[-1] = (len(pairs), schedule.algorithm, extra)
+                _check_pairs(len(pairs), schedule.algorithm, max_work, extra)
+    if _pairs is not None:
+        _pairs[-1] = (len(pairs), schedule.algorithm, extra)
     _, _, p_lat, p_inline, p_bw = net.paths.arrays()
     counts = np.fromiter((len(ids) for ids in routes), dtype=np.int64, count=len(routes))
     flat = np.fromiter((i for ids in routes for i in ids), dtype=np.int64, count=int(counts.sum()))
@@ -144,13 +155,15 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     return out[0] if levels == 1 else tuple(out)
 
 
-def _check_pairs(n: int, algorithm: str, max_work: int | None) -> None:
-    """Refuse routing ``n`` rank pairs past ``max_work`` (WORK_PER_INSTANT units each)."""
-    if max_work is not None and n * WORK_PER_INSTANT > max_work:
+def _check_pairs(n: int, algorithm: str, max_work: int | None, extra: int = 0) -> None:
+    """Refuse routing ``n`` rank pairs past ``max_work`` (WORK_PER_INSTANT units each, and
+    ``extra`` for paths longer than FREE_HOPS, as far as they are known)."""
+    if max_work is not None and n * WORK_PER_INSTANT + extra > max_work:
         raise WorkLimitError(
             f"max_work = {max_work}: mode 'analytical' routes every distinct rank pair of "
             f"{algorithm}'s schedule, {n:,} here ({WORK_PER_INSTANT} units each: "
-            f"{n * WORK_PER_INSTANT:,}); use fewer ranks, or raise max_work (--max-work)")
+            f"{n * WORK_PER_INSTANT:,}" + (f", and {extra:,} for paths over {FREE_HOPS} hops" if extra else "")
+            + "); use fewer ranks, or raise max_work (--max-work)")
 
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -192,7 +205,7 @@ def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: st
     hit = table.get(key)
     if hit is None or hit[0] is None:
         if hit is not None:  # refused before: refused again without building, unless the bound now fits
-            _check_pairs(hit[1], hit[2], max_work)
+            _check_pairs(hit[1], hit[2], max_work, hit[3])
         sched = schedule() if callable(schedule) else schedule
         pairs = []
         if len(table) >= CACHE_LIMIT:
@@ -207,7 +220,7 @@ def cached_path_parameters(topo, rank_nodes, schedule_key, schedule, routing: st
             raise
         hit = table[key] = (abg, *pairs[0])
     else:  # whether the bound refuses a call does not depend on what ran before it
-        _check_pairs(hit[1], hit[2], max_work)
+        _check_pairs(hit[1], hit[2], max_work, hit[3])
     return hit[0]
 
 

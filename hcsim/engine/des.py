@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
-from ..limits import MAX_FLOW_UPDATES, WORK_PER_INSTANT
+from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_HOP, WORK_PER_INSTANT
 from ..topology.routing import ROUTING_POLICIES
 from .fairshare import max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
@@ -900,7 +900,18 @@ class FlowSimulator:
         fabric.route_work += WORK_PER_INSTANT * len(new)
         if fabric.max_work is not None:
             fabric.check_work(None, f"before routing {len(new)} rank pairs")
-        groups = [net.route(int(u) // 2 // nn, int(u) // 2 % nn, policy, seed, qps, bool(u % 2)) for u in uniq]
+        groups = []
+        fresh, ptr = set(new), net.paths.res_ptr
+        for u in uniq.tolist():
+            g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
+            groups.append(g)
+            # a search costs about an instant up to FREE_HOPS hops, and grows with the path beyond
+            # (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted per pair as it is routed
+            hops = max((ptr[pid + 1] - ptr[pid] for pid in g), default=0)
+            if hops > FREE_HOPS and u in fresh:
+                fabric.route_work += WORK_PER_HOP * (hops - FREE_HOPS)
+                if fabric.max_work is not None:
+                    fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
         _, _, p_lat, p_inline, _ = net.paths.arrays()
         g_n = np.array([len(g) for g in groups], dtype=np.int64)
         g_ptr = np.concatenate([[0], np.cumsum(g_n)])
