@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import MAX_FLOW_UPDATES, WORK_PER_INSTANT
 from ..topology.routing import ROUTING_POLICIES
-from .fairshare import max_min_rates
+from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
 if TYPE_CHECKING:
@@ -265,6 +265,7 @@ class Fabric:
         # flows crossing a "hot" one need max-min, and only changes on hot ones need it again.
         self.res_demand = np.zeros(self.pad + 1)
         self._local = np.zeros(self.pad + 1, dtype=np.int64)  # scratch: resource -> local index
+        self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
         self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
         self.runs: list = []
         self.routes: dict = {}  # (rank nodes, routing options, step id) -> (step, _StepRouting)
@@ -295,6 +296,8 @@ class Fabric:
         if rows != self._path_rows:
             self._path_mat = self.net.paths.matrix(self.pad)
             self._path_bw = self.net.paths.arrays()[4]
+            # the distinct bottlenecks, and each path's (the compiled recomputation groups by them)
+            self._bw_values, self._path_bw_class = np.unique(self._path_bw, return_inverse=True)
             self._path_rows = rows
 
     # ---------------------------------------------------------------- events
@@ -461,6 +464,19 @@ class Fabric:
         """
         self.full_recomputes += 1
         active = np.flatnonzero(self.s_active)
+        kernel = None if self.force_full_recompute else hot_kernel(active.size * self._path_mat.shape[1])
+        if kernel is not None:
+            paths = self.s_path[active]
+            if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
+                mat = self._path_mat[paths]
+                self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]),
+                                              minlength=self.pad + 1)
+                self.res_demand[self.pad] = 0.0
+            rates, n = kernel(self._path_mat, paths, self.res_demand > self._hot_Bps, self.capacity, self._path_bw,
+                              self._path_bw_class, self._bw_values, self._scratch, _SAT_RTOL)
+            self._count_updates(n, now)
+            self._set_rates(active, rates, now)
+            return
         mat = self._path_mat[self.s_path[active]]
         if self.force_full_recompute:
             self._count_updates(active.size, now)
@@ -496,6 +512,11 @@ class Fabric:
                 caps = np.concatenate([self.capacity[hot_ids], rates[hot_flow]])  # + one cap per flow
                 rates[hot_flow] = max_min_rates(np.concatenate([flow, per_flow]),
                                                 np.concatenate([res, hot_ids.size + per_flow]), caps, n)
+        self._set_rates(active, rates, now)
+
+    def _set_rates(self, active, rates, now):
+        """Flows ``active`` run at ``rates`` from ``now``: only those whose rate changed get a
+        new drain time."""
         sel = rates != self.s_rate[active]
         changed, new = active[sel], rates[sel]
         if changed.size:

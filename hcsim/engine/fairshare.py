@@ -119,22 +119,37 @@ broadcast selection study in one warm process, 28,118 calls of about 900 pairs: 
 pod case took 0.77-0.81 s with it, 0.46 s without; docs/performance.md) for a few small problems."""
 
 _KERNEL = None  # None: not looked for yet; False: unavailable
+_HOT_KERNEL = None  # the engine's whole recomputation, compiled (found with _KERNEL)
 _CALLS = 0  # max_min_rates calls in this process
 
 
 def _compiled():
     """The compiled kernel, or None (no numba, or ``HCSIM_NO_NUMBA`` set); looked up once."""
-    global _KERNEL
+    global _KERNEL, _HOT_KERNEL
     if _KERNEL is None:
-        _KERNEL = False
+        _KERNEL = _HOT_KERNEL = False
         if not os.environ.get("HCSIM_NO_NUMBA"):
             try:
-                from ._kernels import max_min_kernel
+                from ._kernels import hot_max_min_kernel, max_min_kernel
             except ImportError:
                 pass
             else:
-                _KERNEL = max_min_kernel
+                _KERNEL, _HOT_KERNEL = max_min_kernel, hot_max_min_kernel
     return _KERNEL or None
+
+
+def hot_kernel(cells: int):
+    """The compiled form of the engine's recomputation over ``cells`` path-matrix cells
+    (:func:`hcsim.engine._kernels.hot_max_min_kernel`), or None where the numpy form runs:
+    without numba, and for a small problem before :data:`KERNEL_AFTER_CALLS` calls (the same
+    rule as :func:`max_min_rates`, whose call count it shares)."""
+    global _CALLS
+    if cells < KERNEL_PAIRS and _CALLS < KERNEL_AFTER_CALLS:
+        return None
+    if _compiled() is None:
+        return None
+    _CALLS += 1
+    return _HOT_KERNEL
 
 
 def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
