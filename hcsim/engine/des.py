@@ -41,6 +41,7 @@ import numpy as np
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import MAX_FLOW_UPDATES, WORK_PER_INSTANT
 from ..topology.routing import ROUTING_POLICIES
+from . import fairshare
 from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
@@ -266,6 +267,11 @@ class Fabric:
         self.res_demand = np.zeros(self.pad + 1)
         self._local = np.zeros(self.pad + 1, dtype=np.int64)  # scratch: resource -> local index
         self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
+        # the compiled recomputation's state (``_kernels.hot_build``), and what changed since it
+        self._hot = None
+        self._hot_alive = None  # per resource: hot in that state
+        self._hot_started = False  # flows started since
+        self._hot_drained: list = []  # slots drained since
         self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
         self.runs: list = []
         self.routes: dict = {}  # (rank nodes, routing options, step id) -> (step, _StepRouting)
@@ -415,6 +421,7 @@ class Fabric:
         if not self._need_full and (self.res_demand[res] > self._hot_Bps[res]).any():
             self._need_full = True
         slots = self._alloc(paths.size)
+        self._hot_started = True
         self.s_run[slots] = run_id
         self.s_step[slots] = k
         self.s_local[slots] = tr
@@ -444,6 +451,8 @@ class Fabric:
         self.res_demand[self.pad] = 0.0
         self.s_end[done] = np.inf
         self.s_active[done] = False
+        if self._hot is not None:
+            self._hot_drained.append(done)
         self._release(done)
         if (d_runs == d_runs[0]).all():
             self.runs[int(d_runs[0])]._drained(d_steps, d_local, now)
@@ -463,20 +472,13 @@ class Fabric:
         over every resource instead (the reference the property tests compare with).
         """
         self.full_recomputes += 1
-        active = np.flatnonzero(self.s_active)
-        kernel = None if self.force_full_recompute else hot_kernel(active.size * self._path_mat.shape[1])
-        if kernel is not None:
-            paths = self.s_path[active]
-            if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
-                mat = self._path_mat[paths]
-                self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]),
-                                              minlength=self.pad + 1)
-                self.res_demand[self.pad] = 0.0
-            rates, n = kernel(self._path_mat, paths, self.res_demand > self._hot_Bps, self.capacity, self._path_bw,
-                              self._path_bw_class, self._bw_values, self._scratch, _SAT_RTOL)
-            self._count_updates(n, now)
-            self._set_rates(active, rates, now)
+        kernels = None if self.force_full_recompute else hot_kernel((self.s_end.size - self.n_free)
+                                                                    * self._path_mat.shape[1])
+        if kernels is not None:
+            self._recompute_compiled(kernels, now)
             return
+        self._hot = None  # the compiled form's state no longer follows the flows
+        active = np.flatnonzero(self.s_active)
         mat = self._path_mat[self.s_path[active]]
         if self.force_full_recompute:
             self._count_updates(active.size, now)
@@ -513,6 +515,37 @@ class Fabric:
                 rates[hot_flow] = max_min_rates(np.concatenate([flow, per_flow]),
                                                 np.concatenate([res, hot_ids.size + per_flow]), caps, n)
         self._set_rates(active, rates, now)
+
+    def _recompute_compiled(self, kernels, now):
+        """:meth:`_recompute_rates` by the compiled kernels (:mod:`hcsim.engine._kernels`), the
+        same rates bit for bit. After a recomputation, if since then flows only drained and
+        resources only cooled, the filling is resumed (``hot_resume``) instead of redone:
+        the rounds before the first one a drained flow or cooled resource took part in are
+        the same, and drained flows are mostly the fastest, frozen in the last rounds."""
+        if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
+            paths = self.s_path[self.s_active]
+            mat = self._path_mat[paths]
+            self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]), minlength=self.pad + 1)
+            self.res_demand[self.pad] = 0.0
+        hot = self.res_demand > self._hot_Bps
+        st = self._hot
+        if st is not None and not self._hot_started and not (hot & ~self._hot_alive).any():
+            drained = (np.concatenate(self._hot_drained) if len(self._hot_drained) > 1 else self._hot_drained[0]
+                       if self._hot_drained else np.zeros(0, dtype=np.int64))
+            slots, rates, n, *records = kernels.hot_resume(drained, hot, self._hot_alive, *st[:17], *st[17:], _SAT_RTOL)
+            self._hot = (*st[:17], *records)
+        else:
+            active = np.flatnonzero(self.s_active)
+            self._hot_alive = np.zeros(self.pad + 1, dtype=bool)
+            rates, n, state = kernels.hot_build(
+                self._path_mat, active, self.s_path[active], hot, self.capacity, self._path_bw, self._path_bw_class,
+                self._bw_values, self._scratch, self._hot_alive, self.s_end.size, fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
+            self._hot = state
+            slots = active
+        self._hot_started = False
+        self._hot_drained = []
+        self._count_updates(n, now)
+        self._set_rates(slots, rates, now)
 
     def _set_rates(self, active, rates, now):
         """Flows ``active`` run at ``rates`` from ``now``: only those whose rate changed get a

@@ -118,8 +118,13 @@ broadcast selection study in one warm process, 28,118 calls of about 900 pairs: 
 7.3-7.5 s). Before that, a short run does not pay numba's start-up (about 0.3 s: the 64-server
 pod case took 0.77-0.81 s with it, 0.46 s without; docs/performance.md) for a few small problems."""
 
+CHECKPOINT_EVERY = 8
+"""The compiled recomputation keeps the progressive filling's state every this many rounds
+(then fewer, as rounds add up): a later recomputation resumes from the last kept state before
+the first round that changed (:mod:`hcsim.engine._kernels`). A power of 2."""
+
 _KERNEL = None  # None: not looked for yet; False: unavailable
-_HOT_KERNEL = None  # the engine's whole recomputation, compiled (found with _KERNEL)
+_HOT_KERNEL = None  # the engine's whole recomputation, compiled: the _kernels module (found with _KERNEL)
 _CALLS = 0  # max_min_rates calls in this process
 
 
@@ -130,17 +135,18 @@ def _compiled():
         _KERNEL = _HOT_KERNEL = False
         if not os.environ.get("HCSIM_NO_NUMBA"):
             try:
-                from ._kernels import hot_max_min_kernel, max_min_kernel
+                from . import _kernels
             except ImportError:
                 pass
             else:
-                _KERNEL, _HOT_KERNEL = max_min_kernel, hot_max_min_kernel
+                _KERNEL, _HOT_KERNEL = _kernels.max_min_kernel, _kernels
     return _KERNEL or None
 
 
 def hot_kernel(cells: int):
     """The compiled form of the engine's recomputation over ``cells`` path-matrix cells
-    (:func:`hcsim.engine._kernels.hot_max_min_kernel`), or None where the numpy form runs:
+    (the module :mod:`hcsim.engine._kernels`: ``hot_build``, ``hot_resume``), or None where
+    the numpy form runs:
     without numba, and for a small problem before :data:`KERNEL_AFTER_CALLS` calls (the same
     rule as :func:`max_min_rates`, whose call count it shares)."""
     global _CALLS
