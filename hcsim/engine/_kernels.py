@@ -229,14 +229,14 @@ def _fill(k0, level, n_res, rem, cnt, on, live, res_ptr, res_flow, grp_ptr, grp_
 
 
 @njit(cache=True, error_model="numpy")
-def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, local, alive, n_slots, ck_every,
+def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, local, n_slots, ck_every,
               sat_rtol):  # pragma: no cover - compiled
     """The engine's recomputation from scratch: finds the active flows (slots ``slots``, on
     ``paths``) that cross a hot resource and shares the hot resources max-min among them,
     each capped at its path's bottleneck. Returns every flow's rate (the others keep their
     bottleneck), how many flows were shared, and the state :func:`hot_resume` continues from
-    (``alive`` is set for the hot resources in it; the filling's state is kept every
-    ``ck_every`` rounds, a power of 2, fewer as rounds add up).
+    (the filling's state is kept every ``ck_every`` rounds, a power of 2, fewer as rounds add
+    up).
 
     ``local`` is scratch indexed by resource id, all -1 on entry and on return."""
     n = paths.size
@@ -280,7 +280,6 @@ def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, loc
             n_hot += 1
     for j in range(n_res):
         local[res_ids[j]] = -1
-        alive[res_ids[j]] = True
     n_all = n_res + n_groups
     # per entry: remaining capacity and count
     rem = np.empty(n_all)
@@ -340,13 +339,13 @@ def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, loc
 
 
 @njit(cache=True, error_model="numpy")
-def hot_resume(drained, hot, alive, meta, res_ids, init_rem, on, res_ptr, res_flow, grp_ptr, grp_flow, flow_ptr,
+def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, res_flow, grp_ptr, grp_flow, flow_ptr,
                flow_res, group_of, flow_slot, slot_k, class_bw, rate, fround, gone, s_hist, lvl_hist, ck_rem, ck_cnt,
                sat_rtol):  # pragma: no cover - compiled
-    """The recomputation after flows ``drained`` (slots) ended and resources cooled (``hot``),
-    nothing else having changed since :func:`hot_build` or the last call (the caller checks
-    that no flow started and no resource became hot): the rates of the flows whose rate may
-    have changed (slots, rates), how many flows are shared, and the regrown records."""
+    """The recomputation after flows ``drained`` (slots) ended and resources cooled (their
+    ``demand`` no longer above ``hot_at``), nothing else having changed since :func:`hot_build`
+    or the last call (the caller checks that no flow started and no resource became hot): the
+    flows whose rate changed (slots, rates), how many flows are shared, and the regrown records."""
     n_hot, n_res, rounds, ck_every = meta[0], meta[1], meta[2], meta[3]
     n_all = init_rem.size
     big = rounds + 1
@@ -363,9 +362,8 @@ def hot_resume(drained, hot, alive, meta, res_ids, init_rem, on, res_ptr, res_fl
     cooled = np.empty(n_res, dtype=np.int64)
     nc = 0
     for e in range(n_res):
-        if on[e] and not hot[res_ids[e]]:
+        if on[e] and not demand[res_ids[e]] > hot_at[res_ids[e]]:
             on[e] = False
-            alive[res_ids[e]] = False
             cooled[nc] = e
             nc += 1
             for q in range(res_ptr[e], res_ptr[e + 1]):
@@ -460,6 +458,7 @@ def hot_resume(drained, hot, alive, meta, res_ids, init_rem, on, res_ptr, res_fl
     frozen = np.empty(n_hot, dtype=np.bool_)
     for f in range(n_hot):
         frozen[f] = gone[f] or fround[f] <= r0
+    before = rate.copy()
     rounds, ck_every, s_hist, lvl_hist, ck_rem, ck_cnt = _fill(
         r0, lvl_hist[r0], n_res, rem, cnt, on, live, res_ptr, res_flow, grp_ptr, grp_flow, flow_ptr, flow_res,
         group_of, frozen, rate, fround, s_hist, lvl_hist, ck_rem, ck_cnt, ck_every, sat_rtol)
@@ -467,13 +466,13 @@ def hot_resume(drained, hot, alive, meta, res_ids, init_rem, on, res_ptr, res_fl
     meta[3] = ck_every
     n_out = out_cold.size
     for f in range(n_hot):
-        if not gone[f] and fround[f] > r0:
+        if not gone[f] and fround[f] > r0 and rate[f] != before[f]:
             n_out += 1
     slots_out = np.empty(n_out, dtype=np.int64)
     rates_out = np.empty(n_out)
     i = 0
     for f in range(n_hot):
-        if not gone[f] and fround[f] > r0:
+        if not gone[f] and fround[f] > r0 and rate[f] != before[f]:
             slots_out[i] = flow_slot[f]
             rates_out[i] = rate[f]
             i += 1
@@ -487,7 +486,6 @@ def hot_resume(drained, hot, alive, meta, res_ids, init_rem, on, res_ptr, res_fl
 def hot_max_min_kernel(path_mat, paths, hot, capacity, bw, bw_class, class_bw, local, sat_rtol):
     """:func:`hot_build` without the state: rates of the flows on ``paths`` and how many
     were shared (tests compare it with the plain form)."""
-    alive = np.zeros(hot.size, dtype=np.bool_)
     rates, n, _ = hot_build(path_mat, np.arange(paths.size, dtype=np.int64), paths, hot, capacity, bw, bw_class,
-                            class_bw, local, alive, paths.size, 8, sat_rtol)
+                            class_bw, local, paths.size, 8, sat_rtol)
     return rates, n

@@ -269,7 +269,6 @@ class Fabric:
         self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
         # the compiled recomputation's state (``_kernels.hot_build``), and what changed since it
         self._hot = None
-        self._hot_alive = None  # per resource: hot in that state
         self._hot_started = False  # flows started since
         self._hot_drained: list = []  # slots drained since
         self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
@@ -522,25 +521,26 @@ class Fabric:
         resources only cooled, the filling is resumed (``hot_resume``) instead of redone:
         the rounds before the first one a drained flow or cooled resource took part in are
         the same, and drained flows are mostly the fastest, frozen in the last rounds."""
-        if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
+        resync = self.full_recomputes % _RESYNC_EVERY == 1
+        if resync:  # the running sums summed again exactly
             paths = self.s_path[self.s_active]
             mat = self._path_mat[paths]
             self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]), minlength=self.pad + 1)
             self.res_demand[self.pad] = 0.0
-        hot = self.res_demand > self._hot_Bps
         st = self._hot
-        if st is not None and not self._hot_started and not (hot & ~self._hot_alive).any():
+        # only a start or a resync can make a resource hot: between them flows only drain
+        if st is not None and not self._hot_started and not resync:
             drained = (np.concatenate(self._hot_drained) if len(self._hot_drained) > 1 else self._hot_drained[0]
                        if self._hot_drained else np.zeros(0, dtype=np.int64))
-            slots, rates, n, *records = kernels.hot_resume(drained, hot, self._hot_alive, *st[:17], *st[17:], _SAT_RTOL)
+            slots, rates, n, *records = kernels.hot_resume(drained, self.res_demand, self._hot_Bps, *st[:17],
+                                                           *st[17:], _SAT_RTOL)
             self._hot = (*st[:17], *records)
         else:
             active = np.flatnonzero(self.s_active)
-            self._hot_alive = np.zeros(self.pad + 1, dtype=bool)
-            rates, n, state = kernels.hot_build(
-                self._path_mat, active, self.s_path[active], hot, self.capacity, self._path_bw, self._path_bw_class,
-                self._bw_values, self._scratch, self._hot_alive, self.s_end.size, fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
-            self._hot = state
+            rates, n, self._hot = kernels.hot_build(
+                self._path_mat, active, self.s_path[active], self.res_demand > self._hot_Bps, self.capacity,
+                self._path_bw, self._path_bw_class, self._bw_values, self._scratch, self.s_end.size,
+                fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
             slots = active
         self._hot_started = False
         self._hot_drained = []
