@@ -138,3 +138,33 @@ def test_a_resumed_filling_equals_a_filling_from_scratch(monkeypatch, every):
         sched = Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "random")
         run(topo, sched, "ecmp")
     assert len(checked) > 50
+
+
+@pytest.mark.parametrize("every", [1, 8])
+def test_symmetric_phases_resume_to_the_numpy_engine_bit_for_bit(monkeypatch, every):
+    """Phases where every flow runs at one rate (a mesh inside servers: one filling round)
+    and flows of different sizes drain one by one, cooling their links: the resumed round
+    gives the numpy engine's times bit for bit."""
+    from hcsim.algorithms import CollectiveArgs, Schedule, make_step
+    from hcsim.topology import leaf_spine, single_switch
+
+    rng = np.random.default_rng(11)
+    cases = [single_switch(8, 25e9, 1e-6), single_switch(6, 10e9, 0.0, injection_Bps=15e9),
+             leaf_spine(2, 4, 1, 25e9, 1e-6, oversubscription=2.0)]
+    for topo in cases:
+        p = topo.num_npus
+        src, dst = np.divmod(np.arange(p * p), p)
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        steps = [make_step(src, dst, rng.integers(1, 6, src.size) * 1_000_000, np.zeros(src.size, dtype=bool), 0, 1)]
+        sched = Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "mesh")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fairshare, "KERNEL_PAIRS", 0)
+            mp.setattr(fairshare, "CHECKPOINT_EVERY", every)
+            t_fast, ends_fast = run(topo, sched, "ecmp")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fairshare, "_KERNEL", False)
+            mp.setattr(fairshare, "_HOT_KERNEL", False)
+            t_np, ends_np = run(topo, sched, "ecmp")
+        assert t_fast == t_np
+        assert np.array_equal(ends_fast, ends_np)

@@ -417,10 +417,11 @@ class Fabric:
         res = mat.ravel()
         np.add.at(self.res_demand, res, self._demand(paths, mat.shape[1]))
         self.res_demand[self.pad] = 0.0
-        if not self._need_full and (self.res_demand[res] > self._hot_Bps[res]).any():
+        hot = (self.res_demand[res] > self._hot_Bps[res]).any()
+        if hot:
             self._need_full = True
+            self._hot_started = True  # the max-min problem gained flows (and maybe hot resources)
         slots = self._alloc(paths.size)
-        self._hot_started = True
         self.s_run[slots] = run_id
         self.s_step[slots] = k
         self.s_local[slots] = tr
@@ -428,9 +429,10 @@ class Fabric:
         self.s_rem[slots] = nbytes
         self.s_t0[slots] = now
         self.s_active[slots] = True
-        if self._need_full or self.force_full_recompute:  # rates wait for the max-min recomputation
+        if hot or self.force_full_recompute:  # rates wait for the max-min recomputation
             self.s_rate[slots] = 0.0
         else:  # no hot resource touched: its rate is its path's bottleneck, nobody else changes
+            # (also when a recomputation is due at this instant: it would give them just that)
             rate = self._path_bw[paths]
             self.s_rate[slots] = rate
             self.s_end[slots] = now + nbytes / rate
