@@ -168,3 +168,24 @@ def test_symmetric_phases_resume_to_the_numpy_engine_bit_for_bit(monkeypatch, ev
             t_np, ends_np = run(topo, sched, "ecmp")
         assert t_fast == t_np
         assert np.array_equal(ends_fast, ends_np)
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), every=st.sampled_from([1, 8]))
+def test_compiled_engine_equals_the_straightforward_reference(seed, every):
+    """The engine with every recomputation compiled and resumed where it can be, against the
+    plain-Python event loop with textbook max-min at every event (tests/reference_engine.py):
+    every rank's finish time to 1e-9."""
+    from reference_engine import simulate as reference
+
+    from tests.test_engine_properties import sparse_schedule
+
+    rng = np.random.default_rng(seed)
+    topo = random_topology(rng)
+    sched = (random_schedule if seed % 2 else sparse_schedule)(rng, topo.num_npus)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fairshare, "KERNEL_PAIRS", 0)
+        mp.setattr(fairshare, "CHECKPOINT_EVERY", every)
+        sim = FlowSimulator(topo, topo.npus, sched, EngineConfig(step_overhead_s=0.5e-6))
+        sim.run()
+    assert sim.finish_s == pytest.approx(reference(topo, sched, 0.5e-6, 0.0), rel=1e-9, abs=1e-15)
