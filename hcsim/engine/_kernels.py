@@ -3,7 +3,10 @@
 The same progressive filling as :func:`hcsim.engine.fairshare.max_min_rates`, with the same
 floating-point operations in the same order per resource and per flow, so its rates are
 bit-identical (tests/test_fairshare.py compares them); only the loop is compiled. Imported
-on first need by ``fairshare``; without numba the numpy form runs.
+on first need by ``fairshare``; without numba the numpy form runs. ``hot_build`` and
+``hot_resume`` are the engine's whole recomputation (``Fabric._recompute_rates``), built once
+and then resumed where only flows drained (tests/test_hot_kernel.py compares them with the
+numpy engine, bit for bit).
 
 Why compiled code here: profiles of contended runs (an A3 pipeline allreduce: 75,838
 recomputations, 67% of the time in ``max_min_rates``; an alltoall mesh on a 64-server pod,

@@ -144,11 +144,11 @@ def _compiled():
 
 
 def hot_kernel(cells: int):
-    """The compiled form of the engine's recomputation over ``cells`` path-matrix cells
-    (the module :mod:`hcsim.engine._kernels`: ``hot_build``, ``hot_resume``), or None where
-    the numpy form runs:
-    without numba, and for a small problem before :data:`KERNEL_AFTER_CALLS` calls (the same
-    rule as :func:`max_min_rates`, whose call count it shares)."""
+    """The compiled form of the engine's recomputation over ``cells`` path-matrix cells (the
+    module :mod:`hcsim.engine._kernels`: ``hot_build``, ``hot_resume``), or None where the
+    numpy form runs: without numba, and for a small problem before :data:`KERNEL_AFTER_CALLS`
+    calls (the rule of :func:`max_min_rates`, whose call count it shares). Both forms give the
+    same rates bit for bit."""
     global _CALLS
     if cells < KERNEL_PAIRS and _CALLS < KERNEL_AFTER_CALLS:
         return None
