@@ -338,6 +338,7 @@ class Fabric:
         while True:
             t = self.next_time()
             if t == math.inf:
+                self._hot = None  # nothing left to share: the compiled recomputation's state goes
                 return
             yield env.timeout(max(0.0, t - env.now))
             self.instant(t)
