@@ -41,7 +41,8 @@ import numpy as np
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_HOP, WORK_PER_INSTANT
 from ..topology.routing import ROUTING_POLICIES
-from .fairshare import max_min_rates
+from . import fairshare
+from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
 
 if TYPE_CHECKING:
@@ -265,6 +266,11 @@ class Fabric:
         # flows crossing a "hot" one need max-min, and only changes on hot ones need it again.
         self.res_demand = np.zeros(self.pad + 1)
         self._local = np.zeros(self.pad + 1, dtype=np.int64)  # scratch: resource -> local index
+        self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
+        # the compiled recomputation's state (``_kernels.hot_build``), and what changed since it
+        self._hot = None
+        self._hot_started = False  # flows started since
+        self._hot_drained: list = []  # slots drained since
         self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
         self.runs: list = []
         self.routes: dict = {}  # (rank nodes, routing options, step id) -> (step, _StepRouting)
@@ -295,6 +301,8 @@ class Fabric:
         if rows != self._path_rows:
             self._path_mat = self.net.paths.matrix(self.pad)
             self._path_bw = self.net.paths.arrays()[4]
+            # the distinct bottlenecks, and each path's (the compiled recomputation groups by them)
+            self._bw_values, self._path_bw_class = np.unique(self._path_bw, return_inverse=True)
             self._path_rows = rows
 
     # ---------------------------------------------------------------- events
@@ -330,6 +338,7 @@ class Fabric:
         while True:
             t = self.next_time()
             if t == math.inf:
+                self._hot = None  # nothing left to share: the compiled recomputation's state goes
                 return
             yield env.timeout(max(0.0, t - env.now))
             self.instant(t)
@@ -409,8 +418,10 @@ class Fabric:
         res = mat.ravel()
         np.add.at(self.res_demand, res, self._demand(paths, mat.shape[1]))
         self.res_demand[self.pad] = 0.0
-        if not self._need_full and (self.res_demand[res] > self._hot_Bps[res]).any():
+        hot = (self.res_demand[res] > self._hot_Bps[res]).any()
+        if hot:
             self._need_full = True
+            self._hot_started = True  # the max-min problem gained flows (and maybe hot resources)
         slots = self._alloc(paths.size)
         self.s_run[slots] = run_id
         self.s_step[slots] = k
@@ -419,9 +430,10 @@ class Fabric:
         self.s_rem[slots] = nbytes
         self.s_t0[slots] = now
         self.s_active[slots] = True
-        if self._need_full or self.force_full_recompute:  # rates wait for the max-min recomputation
+        if hot or self.force_full_recompute:  # rates wait for the max-min recomputation
             self.s_rate[slots] = 0.0
         else:  # no hot resource touched: its rate is its path's bottleneck, nobody else changes
+            # (also when a recomputation is due at this instant: it would give them just that)
             rate = self._path_bw[paths]
             self.s_rate[slots] = rate
             self.s_end[slots] = now + nbytes / rate
@@ -441,6 +453,8 @@ class Fabric:
         self.res_demand[self.pad] = 0.0
         self.s_end[done] = np.inf
         self.s_active[done] = False
+        if self._hot is not None:
+            self._hot_drained.append(done)
         self._release(done)
         if (d_runs == d_runs[0]).all():
             self.runs[int(d_runs[0])]._drained(d_steps, d_local, now)
@@ -460,6 +474,12 @@ class Fabric:
         over every resource instead (the reference the property tests compare with).
         """
         self.full_recomputes += 1
+        kernels = None if self.force_full_recompute else hot_kernel((self.s_end.size - self.n_free)
+                                                                    * self._path_mat.shape[1])
+        if kernels is not None:
+            self._recompute_compiled(kernels, now)
+            return
+        self._hot = None  # the compiled form's state no longer follows the flows
         active = np.flatnonzero(self.s_active)
         mat = self._path_mat[self.s_path[active]]
         if self.force_full_recompute:
@@ -496,6 +516,43 @@ class Fabric:
                 caps = np.concatenate([self.capacity[hot_ids], rates[hot_flow]])  # + one cap per flow
                 rates[hot_flow] = max_min_rates(np.concatenate([flow, per_flow]),
                                                 np.concatenate([res, hot_ids.size + per_flow]), caps, n)
+        self._set_rates(active, rates, now)
+
+    def _recompute_compiled(self, kernels, now):
+        """:meth:`_recompute_rates` by the compiled kernels (:mod:`hcsim.engine._kernels`), the
+        same rates bit for bit. After a recomputation, if since then flows only drained and
+        resources only cooled, the filling is resumed (``hot_resume``) instead of redone:
+        the rounds before the first one a drained flow or cooled resource took part in are
+        the same, and drained flows are mostly the fastest, frozen in the last rounds."""
+        resync = self.full_recomputes % _RESYNC_EVERY == 1
+        if resync:  # the running sums summed again exactly
+            paths = self.s_path[self.s_active]
+            mat = self._path_mat[paths]
+            self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]), minlength=self.pad + 1)
+            self.res_demand[self.pad] = 0.0
+        st = self._hot
+        # only a start or a resync can make a resource hot: between them flows only drain
+        if st is not None and not self._hot_started and not resync:
+            drained = (np.concatenate(self._hot_drained) if len(self._hot_drained) > 1 else self._hot_drained[0]
+                       if self._hot_drained else np.zeros(0, dtype=np.int64))
+            slots, rates, n, *records = kernels.hot_resume(drained, self.res_demand, self._hot_Bps, *st[:17],
+                                                           *st[17:], _SAT_RTOL)
+            self._hot = (*st[:17], *records)
+        else:
+            active = np.flatnonzero(self.s_active)
+            rates, n, self._hot = kernels.hot_build(
+                self._path_mat, active, self.s_path[active], self.res_demand > self._hot_Bps, self.capacity,
+                self._path_bw, self._path_bw_class, self._bw_values, self._scratch, self.s_end.size,
+                fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
+            slots = active
+        self._hot_started = False
+        self._hot_drained = []
+        self._count_updates(n, now)
+        self._set_rates(slots, rates, now)
+
+    def _set_rates(self, active, rates, now):
+        """Flows ``active`` run at ``rates`` from ``now``: only those whose rate changed get a
+        new drain time."""
         sel = rates != self.s_rate[active]
         changed, new = active[sel], rates[sel]
         if changed.size:

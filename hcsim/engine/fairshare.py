@@ -118,23 +118,44 @@ broadcast selection study in one warm process, 28,118 calls of about 900 pairs: 
 7.3-7.5 s). Before that, a short run does not pay numba's start-up (about 0.3 s: the 64-server
 pod case took 0.77-0.81 s with it, 0.46 s without; docs/performance.md) for a few small problems."""
 
+CHECKPOINT_EVERY = 8
+"""The compiled recomputation keeps the progressive filling's state every this many rounds
+(then fewer, as rounds add up): a later recomputation resumes from the last kept state before
+the first round that changed (:mod:`hcsim.engine._kernels`). A power of 2."""
+
 _KERNEL = None  # None: not looked for yet; False: unavailable
+_HOT_KERNEL = None  # the engine's whole recomputation, compiled: the _kernels module (found with _KERNEL)
 _CALLS = 0  # max_min_rates calls in this process
 
 
 def _compiled():
     """The compiled kernel, or None (no numba, or ``HCSIM_NO_NUMBA`` set); looked up once."""
-    global _KERNEL
+    global _KERNEL, _HOT_KERNEL
     if _KERNEL is None:
-        _KERNEL = False
+        _KERNEL = _HOT_KERNEL = False
         if not os.environ.get("HCSIM_NO_NUMBA"):
             try:
-                from ._kernels import max_min_kernel
+                from . import _kernels
             except ImportError:
                 pass
             else:
-                _KERNEL = max_min_kernel
+                _KERNEL, _HOT_KERNEL = _kernels.max_min_kernel, _kernels
     return _KERNEL or None
+
+
+def hot_kernel(cells: int):
+    """The compiled form of the engine's recomputation over ``cells`` path-matrix cells (the
+    module :mod:`hcsim.engine._kernels`: ``hot_build``, ``hot_resume``), or None where the
+    numpy form runs: without numba, and for a small problem before :data:`KERNEL_AFTER_CALLS`
+    calls (the rule of :func:`max_min_rates`, whose call count it shares). Both forms give the
+    same rates bit for bit."""
+    global _CALLS
+    if cells < KERNEL_PAIRS and _CALLS < KERNEL_AFTER_CALLS:
+        return None
+    if _compiled() is None:
+        return None
+    _CALLS += 1
+    return _HOT_KERNEL
 
 
 def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
