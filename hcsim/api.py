@@ -576,7 +576,8 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS,
     if args.p > MAX_CALL_RANKS:
         raise bad_value("ranks", args.p, f"at most {MAX_CALL_RANKS} ranks in one call (hcsim.limits.MAX_CALL_RANKS)")
     pieces = [dataclasses.replace(args, nbytes=n) for n in loop_pieces(args, buffer_bytes)]
-    if args.p > PROBE_RANKS and args.send_matrix is None:
+    if args.p > PROBE_RANKS and (args.send_matrix is None or args.collective == "alltoallv"):
+        # an alltoallv is probed uniform: its blocks are p^2 whatever its matrix (ChunkSpace)
         estimate = sum(_extrapolated_transfers(spec, piece) for piece in pieces)
         if estimate > max_transfers:
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
@@ -636,7 +637,8 @@ def _probe(spec, args):
         servers = sizes[:m] if m else ()
         p = sum(servers) if m else max(2, min(target, args.p // 2))
         pods = _truncated(args.pods, m) if m and args.pods else ()
-        small = make_args(args.collective, p, args.nbytes, min(args.root, p - 1), servers, pods)
+        nbytes = max(args.nbytes, p) if args.collective == "alltoallv" else args.nbytes  # uniform, no empty block
+        small = make_args(args.collective, p, nbytes, min(args.root, p - 1), servers, pods)
         own = target == PROBE_RANKS and not tracemalloc.is_tracing()  # the memory of the larger one
         if own:
             tracemalloc.start()
@@ -942,7 +944,8 @@ class _SpecPlan:
         st = _STRUCTURES.get(key)
         if st is None:
             estimate = (_extrapolated_transfers(spec, first)
-                        if ctx.p > PROBE_RANKS and first.send_matrix is None else 0.0)
+                        if ctx.p > PROBE_RANKS and (first.send_matrix is None or ctx.collective == "alltoallv")
+                        else 0.0)
             if estimate > o["max_transfers"]:  # every size is refused before it is built
                 self.work = {"transfers": 0, "estimate": estimate}
                 return

@@ -42,6 +42,11 @@ MAX_SCHEDULE_BYTES = 2 << 30
 more than :data:`hcsim.api.PROBE_RANKS` ranks (:func:`hcsim.api.check_work`): a staged alltoall
 on 4,096 ranks would hold 2.1M transfers in about 2.5 GiB, on 16,384 ranks 35M in 40 GiB."""
 
+MAX_ALLTOALLV_RANKS = 2048
+"""Most ranks of one alltoallv: its send matrix holds p x p byte counts (4.2M at 2,048 ranks; a
+uniform one on 8,192 ranks took 2 s and gigabytes just to build), and its schedule's blocks as
+many again; a staged alltoall that large is past :data:`MAX_SCHEDULE_BYTES` anyway."""
+
 MAX_SWEEP_SIZES = 4096
 """Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""
 
@@ -76,6 +81,11 @@ are refused one by one. The 64-server A2 pod's 64 MiB allreduce takes 3.6M."""
 MAX_FLOW_UPDATES = 200_000_000
 """Most flow-rate recomputations one event-driven run makes (the engine's work when contention
 spreads the finish times of many concurrent flows) before it stops with a one-line error."""
+
+MAX_JOB_TRANSFERS = 8_000_000
+"""Most transfers one job's collectives hold together, CCL-buffer loops included (the LLM pod
+step on 256 NPUs holds 1.2M; one 1 TiB allgather on 2,048 ranks would hold billions, and a job
+builds every loop of its collectives before it runs): refused before a schedule is built."""
 
 MAX_JOB_OPS = 200_000
 """Most operations one job (a :class:`~hcsim.workload.Workload`) plays without ``max_ops=``

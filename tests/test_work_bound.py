@@ -325,3 +325,29 @@ def test_a_job_too_large_to_plan_is_refused_before_planning(monkeypatch):
     with pytest.raises(WorkLimitError, match="before planning its 100 operations") as info:
         run(full_mesh(8, 10e9), w, max_work=100 * 8 * WORK_PER_RANK_OP - 1)
     assert "\n" not in str(info.value) and not planned
+
+
+def test_an_alltoallv_past_its_rank_limit_is_refused_before_its_matrix_is_built():
+    from hcsim.algorithms.registry import make_args
+    from hcsim.limits import MAX_ALLTOALLV_RANKS
+
+    with pytest.raises(ConfigError, match=f"at most {MAX_ALLTOALLV_RANKS} ranks for alltoallv"):
+        make_args("alltoallv", MAX_ALLTOALLV_RANKS + 1, 1 << 20)
+    assert len(make_args("alltoallv", 4, 64).send_matrix) == 4
+
+
+def test_a_job_counts_its_collectives_buffer_loops_before_building_them(monkeypatch):
+    from hcsim.hccl.selection import HcclConfig
+    from hcsim.workload import runner
+
+    w = Workload("big")
+    w.collective("ag", w.communicator("all", list(range(8))), "allgather", 1 << 30, algorithm="ring")
+    built = []
+    real = runner.looped
+    monkeypatch.setattr(runner, "looped", lambda *a: built.append(a) or real(*a))
+    hccl = HcclConfig(buffer_bytes=1 << 20)  # 1,024 loops of 7 steps of 8 transfers: 57,344 transfers
+    with pytest.raises(WorkLimitError, match="its CCL-buffer loops included"):
+        run(full_mesh(8, 10e9), w, hccl=hccl, max_transfers=57_343)
+    assert not built
+    run(full_mesh(8, 10e9), w, hccl=hccl, max_transfers=57_344, max_work=None)
+    assert built

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import HcsimError, ScheduleError, bad_value, unknown_name
+from ..limits import MAX_ALLTOALLV_RANKS
 from .cost import AlphaBetaGamma
 from .schedule import COLLECTIVES, ROOTED, CollectiveArgs, Schedule, split_bytes
 
@@ -108,6 +109,9 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
         raise bad_value("pods", pods, f"servers per pod, each >= 1, adding up to {len(servers)} servers")
     matrix = None
     if collective == "alltoallv":
+        if p > MAX_ALLTOALLV_RANKS:  # its send matrix (and its schedule's blocks) hold p^2 byte counts
+            raise bad_value("ranks", p, f"at most {MAX_ALLTOALLV_RANKS} ranks for alltoallv (its send matrix holds "
+                            "p x p byte counts: hcsim.limits.MAX_ALLTOALLV_RANKS)")
         if send_matrix is None:  # uniform: the same as alltoall
             sizes = split_bytes(int(nbytes) * p, p * p).reshape(p, p)
         else:
@@ -170,13 +174,13 @@ def run_builder(spec: AlgorithmSpec, args: CollectiveArgs) -> Schedule:
 
 
 def _check_shapes(name: str, sched: Schedule) -> None:
-    """A user's schedule is made of what the engine reads: a list or tuple of :class:`Step`,
+    """A user's schedule is made of what the engine reads: a sequence (list, tuple) of :class:`Step`,
     each of one-dimensional arrays of equal length (integer ranks, chunks and bytes, boolean
     reduce flags), moving some bytes in all; else one :class:`ScheduleError` line."""
     from .schedule import Step
 
     steps = sched.steps
-    if not isinstance(steps, (list, tuple)):
+    if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
         raise ScheduleError(f"algorithm {name!r}: schedule.steps is a {type(steps).__name__}, not a list of Step")
     moved = False
     for k, st in enumerate(steps):

@@ -19,7 +19,15 @@ import simpy
 
 from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
-from ..api import DEFAULT_ALGORITHM, _is_int, _reduces_inline, _send_matrix, rank_layout
+from ..api import (
+    DEFAULT_ALGORITHM,
+    _is_int,
+    _reduces_inline,
+    _send_matrix,
+    check_work,
+    loop_pieces,
+    rank_layout,
+)
 from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator, moved_bytes
 from ..engine.result import link_table
@@ -27,9 +35,9 @@ from ..errors import ConfigError, WorkLimitError, bad_value
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import (
-    MAX_DES_TRANSFERS,
     MAX_FLOW_UPDATES,
     MAX_JOB_OPS,
+    MAX_JOB_TRANSFERS,
     MAX_JOB_WORK,
     WORK_PER_RANK_OP,
 )
@@ -45,7 +53,7 @@ _KIND = {Compute: "compute", Collective: "collective", SendRecv: "sendrecv", Rec
 
 
 def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int = 0,
-        hccl: HcclConfig | None = None, speed=None, start_s=None, max_transfers: int = MAX_DES_TRANSFERS,
+        hccl: HcclConfig | None = None, speed=None, start_s=None, max_transfers: int = MAX_JOB_TRANSFERS,
         max_flow_updates: int = MAX_FLOW_UPDATES, progress=None, max_ops: int = MAX_JOB_OPS,
         max_work: int | None = MAX_JOB_WORK) -> JobResult:
     """Play ``workload`` (one training step, say) on ``topology``'s network.
@@ -66,7 +74,9 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         ``{rank: seconds}``: a rank starts its work this late (a straggler that joins the step
         late); 0 for ranks not listed. Its peers wait for it inside the collectives it is in.
     max_transfers : int
-        Work bound: the transfers of every collective together (refused before running).
+        Work bound: the transfers of every collective together, their CCL-buffer loops included
+        (:data:`hcsim.limits.MAX_JOB_TRANSFERS`; refused before each collective's schedule is
+        built).
     max_flow_updates : int
         Work bound of the event-driven run (:class:`~hcsim.errors.WorkLimitError`).
     max_ops : int
@@ -481,6 +491,13 @@ class _Job:
         key = (spec.name, args, buffer)
         schedule = self._schedules.get(key)
         if schedule is None:
+            # a job runs every CCL-buffer loop (looped): count what they hold, and refuse, before
+            # building them (one piece of each size is built and counted, bounded, first)
+            built: dict = {}
+            check_work(spec, args, buffer, self.max_transfers, built=built)
+            pieces = loop_pieces(args, buffer)
+            self._count(sum(count * (sum(len(st) for st in built[n].steps) if n in built else 0)
+                            for n, count in pieces.items()), op, planned=True)
             schedule = looped(spec, args, buffer) if buffer is not None else run_builder(spec, args)
             if spec.user:
                 _verify_schedule(schedule)
@@ -489,7 +506,15 @@ class _Job:
         self._count(sum(len(s) for s in schedule.steps), op)
         return schedule, spec.name
 
-    def _count(self, n: int, op) -> None:
+    def _count(self, n: int, op, planned: bool = False) -> None:
+        """Count ``n`` transfers of ``op`` against ``max_transfers`` (``planned``: an estimate
+        checked before its schedule is built, not kept)."""
+        if planned:
+            if self._transfers + n > self.max_transfers:
+                raise WorkLimitError(f"max_transfers = {self.max_transfers}: the workload's collectives would hold "
+                                     f"{self._transfers + n} transfers with operation {op.name!r} (its CCL-buffer "
+                                     "loops included); use fewer or smaller operations, or raise max_transfers")
+            return
         self._transfers += n
         if self._transfers > self.max_transfers:
             raise WorkLimitError(f"max_transfers = {self.max_transfers}: the workload's collectives hold over "
