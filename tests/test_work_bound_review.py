@@ -84,9 +84,10 @@ def test_hccl_test_stopped_by_its_bound_advises_what_hccl_test_has(capsys):
     from hcsim.cli import main
     from hcsim.hccl.hccl_test import run_hccl_test
 
-    out = run_hccl_test("all_reduce_test", minbytes="8K", maxbytes="64K", max_work=5000)
+    # (2000: each size runs HCCL's small-count reduce_bcast, 14 transfers a call, not mesh's 112)
+    out = run_hccl_test("all_reduce_test", minbytes="8K", maxbytes="64K", max_work=2000)
     stopped = out.splitlines()[-1]
-    assert stopped.startswith("# stopped before 16384 B: max_work = 5000: ")
+    assert stopped.startswith("# stopped before 16384 B: max_work = 2000: ")
     assert "analytical" not in stopped and "--max-work" in stopped
     assert main(["hccl-test", "all_reduce_test", "-b", "8K", "-e", "64K", "--max-work", "100"]) == 2
     err = capsys.readouterr().err

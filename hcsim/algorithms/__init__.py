@@ -3,7 +3,8 @@
 Importing this package registers ring, mesh, hd (recursive halving-doubling), nhr and nb
 (HCCL's nonuniform algorithms), star, double_ring, tree (binomial), bmtree (Open MPI's
 binomial broadcast), rd (recursive doubling AllReduce), rabenseifner (Open MPI's
-halving order) and pairwise.
+halving order), pairwise, and reduce_bcast (HCCL's 910B small-count
+AllReduce).
 """
 
 from . import (  # noqa: F401
@@ -20,6 +21,7 @@ from . import (  # noqa: F401
     pipeline,
     rabenseifner,
     rd,
+    reduce_bcast,
     ring,
     star,
     tree,

@@ -231,6 +231,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="tiers: a bandwidth scale per tier the points cross, the step overhead and a launch "
                     "factor; bottleneck: two parameters (the step overhead and the rate of the one class of links "
                     "that limits the points), for a fit from two points of a sweep (docs/validation.md)")
+    ca.add_argument("--prefer-rank-links", action="store_true",
+                    help="with --fit bottleneck, for ranks that are CPU processes (MPI): fit the ranks' own links "
+                    "where the points cannot tell them from a link deeper in the network (a node's NIC), which "
+                    "then keeps its spec rate; not for accelerators (docs/validation.md, change 10)")
     ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
                     help="work bound of the fit, summed over its simulations (the engine units of --max-work elsewhere, "
                          "route searches included; default 8M, a few seconds)")
@@ -537,6 +541,8 @@ def _cmd_calibrate(a) -> int:
 
     _writable(a.out, "--out")
     if a.backend is not None:
+        if a.prefer_rank_links:
+            raise HcsimError("--prefer-rank-links: only with --measured FILE --fit bottleneck, not with --backend")
         if a.backend != "mpi":
             raise HcsimError(f"--backend = {a.backend!r}: allowed: mpi (point-to-point probes on a testbed)")
         from ..backends.mpi import (
@@ -561,11 +567,12 @@ def _cmd_calibrate(a) -> int:
         raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
     measured = load_measured(a.measured, a.op, a.ranks, a.columns)
     fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work,
-                            fit=a.fit)
+                            fit=a.fit, prefer_rank_links=a.prefer_rank_links)
     scales = ", ".join(f"{t} x{v:.4f}" for t, v in {**rep["tier_bandwidth_scale"],
                                                       **rep.get("link_scale", {})}.items()) or "no tier"
     unused = f" (no point crosses {', '.join(rep['tiers_unused'])}: left as built)" if rep["tiers_unused"] else ""
-    print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}{unused}; step overhead "
+    preferred = " (the ranks' own links preferred)" if rep.get("prefer_rank_links") else ""
+    print(f"# fitted on {rep['measured_points']} points: bandwidth {scales}{unused}{preferred}; step overhead "
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
     print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
           f"({rep['evaluations']} evaluations of at most {rep['evaluation_limit']})")

@@ -3,8 +3,8 @@
 
 Each rule cites where it comes from: FACTS.md s3 (hicann/hcomm
 src/algorithm/impl/operator/*.cc) and hcomm's alg_configurator.cc / coll_alg_operator.cc as
-summarised there. Rules hcsim does not model (AIV and deterministic small-count executors,
-RDMA-Lite, graph mode) are listed in docs/algorithms.md; where they would apply the
+summarised there. Rules hcsim does not model (AIV executors, the deterministic small-count
+templates, the multi-server small-count executor, RDMA-Lite, graph mode) are listed in docs/algorithms.md; where they would apply the
 op-by-op HOST-mode rule is used.
 """
 
@@ -47,6 +47,11 @@ LEVEL1_STAND_IN = {
 A3_RING_MAX_SERVERS = 8
 """HCCL_INTER_SERVER_RING_ALGO_MAX_SUPPORT_SERVER_NUM (hcomm common.h): from 8 servers the V1
 default is H-D_R."""
+SMALL_COUNT_AR_BYTES = 256 * 1024
+"""HCCL_SMALL_COUNT_256_KB (hcomm src/algorithm/pub_inc/common.h): a 910B one-server op-by-op
+AllReduce of count x dtype size up to this (inclusive) runs the small-count executor
+(all_reduce_operator.cc NonDeterministicSelector / MeshTopoSelector). AllReduce's count is the
+per-rank buffer, nccl-tests' size."""
 PIPELINE_MAX_CONTEXTS = 65535
 """More pipeline contexts than this falls back to H-D_R (all_reduce_operator.cc; FACTS s3)."""
 
@@ -176,6 +181,17 @@ def select_algorithm(product: str | None, collective: str, nbytes: int, servers:
     if collective == "sendrecv":
         return "ring", "point to point"
     if n_servers == 1:
+        if (product == "910B" and collective == "allreduce" and nbytes <= SMALL_COUNT_AR_BYTES
+                and not config.deterministic and config.expansion_mode != "AIV"):
+            # hcomm all_reduce_operator.cc: SelectAlgfor910B -> NonDeterministicSelector (more than
+            # 2 NPUs) or MeshTopoSelector (2), both under SingleMeshInlineReduce (910B mesh, one
+            # server, SDMA inline reduce: fp32/fp16/bf16/int8/int16/int32 sum/max/min) pick
+            # AllReduceMeshSmallCountExecutor for count x dtype size <= 256 KB op by op; its
+            # KernelRun (coll_all_reduce_mesh_small_count_executor.cc) runs
+            # TEMPLATE_ALL_REDUCE_REDUCE_BCAST when HCCL_DETERMINISTIC is off
+            return "reduce_bcast", ("910B one server, AllReduce <= 256 KB, non-deterministic: small-count "
+                                    "executor, reduce-bcast template (all_reduce_operator.cc "
+                                    "NonDeterministicSelector; coll_all_reduce_mesh_small_count_executor.cc)")
         if product == "910A" and collective == "allreduce" and local in (4, 8) and nbytes <= 1 << 20:
             return "hd", "910A single server, 4 or 8 ranks, <= 1 MB: HD (all_reduce_operator.cc; FACTS s3)"
         flat = "star" if (rooted and level0 == "mesh") else level0
