@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev,fast,dask,progress]'
+	$(BIN)/python -c "from hcsim.engine.fairshare import warm_kernels; warm_kernels()"  # numba's cache, once
 	touch $(STAMP)
 
 demo: $(STAMP)

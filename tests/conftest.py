@@ -9,3 +9,11 @@ from hypothesis import settings
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_sessionstart(session):
+    """Compile numba's kernels (if it is installed) before any test runs: a fresh installation
+    compiles them once, 10-17 s, which inside a test under a 10 s guard reads as a hang."""
+    from hcsim.engine.fairshare import warm_kernels
+
+    warm_kernels()

@@ -158,6 +158,34 @@ def hot_kernel(cells: int):
     return _HOT_KERNEL
 
 
+def warm_kernels() -> bool:
+    """Compile the numba kernels now, so that numba writes them to its cache; returns whether
+    they are in use (False without numba or with ``HCSIM_NO_NUMBA``).
+
+    Compiling them takes 10-17 s on a 2-core machine, once per installation (numba keeps the
+    machine code next to the module, or in ``NUMBA_CACHE_DIR``); later processes load them in
+    under a second. ``make`` calls this after installing, and the test session at its start, so
+    that no simulation pays it in the middle of a run. Results do not depend on it: the kernels
+    give the numpy form's rates bit for bit.
+    """
+    global KERNEL_AFTER_CALLS
+    if _compiled() is None:
+        return False
+    from ..api import simulate
+    from ..topology.builders import leaf_spine
+
+    saved, KERNEL_AFTER_CALLS = KERNEL_AFTER_CALLS, 0  # small problems too: every kernel runs once
+    try:
+        topo = leaf_spine(2, 4, 1, 10e9, 1e-6, oversubscription=4)
+        for algorithm in ("pairwise", "mesh"):  # contended: the hot build and the resume
+            simulate(topo, "alltoall", 1 << 20, algorithm, progress=False)
+        pair = np.array([0, 0, 1], dtype=np.int64)  # and the plain kernel
+        max_min_rates(pair, np.array([0, 1, 1], dtype=np.int64), np.array([1.0, 2.0]), 2)
+    finally:
+        KERNEL_AFTER_CALLS = saved
+    return True
+
+
 def _rows(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Positions of the CSR rows ``rows`` (concatenated)."""
     lo, hi = ptr[rows], ptr[rows + 1]
