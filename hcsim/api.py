@@ -265,7 +265,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     lazy = mode == "analytical" and args.p > PROBE_RANKS and args.send_matrix is None and not spec.user \
         and verify is not True
     built: dict = {}
-    check_work(spec, args, buffer_bytes, max_transfers, exact=not lazy, built=built)
+    check_work(spec, args, buffer_bytes, max_transfers, exact=not lazy, built=built, max_work=max_work)
     # HCCL runs data larger than its CCL buffer as loops, each a whole collective on its piece;
     # hcsim holds every rank until all have finished loop i (hccl/buffer.py: HCCL's closing
     # handshakes are with the peers a rank exchanged with, which for the symmetric collectives comes
@@ -559,7 +559,7 @@ def loop_pieces(args, buffer_bytes) -> dict[int, int]:
 
 
 def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS, *, exact: bool = True,
-               built: dict | None = None) -> int:
+               built: dict | None = None, max_work: int | None = None) -> int:
     """Count the transfers a call's simulation takes on and refuse it beyond ``max_transfers``.
 
     Each distinct CCL-buffer piece is simulated once (:func:`simulate`), so the count is over
@@ -578,7 +578,7 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS,
     pieces = [dataclasses.replace(args, nbytes=n) for n in loop_pieces(args, buffer_bytes)]
     if args.p > PROBE_RANKS and (args.send_matrix is None or args.collective == "alltoallv"):
         # an alltoallv is probed uniform: its blocks are p^2 whatever its matrix (ChunkSpace)
-        estimate = sum(_extrapolated_transfers(spec, piece) for piece in pieces)
+        estimate = sum(_extrapolated_transfers(spec, piece, max_work) for piece in pieces)
         if estimate > max_transfers:
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
         if not exact:
@@ -599,27 +599,33 @@ PROBE_RANKS = 1024
 """Above this many ranks :func:`check_work` extrapolates before it builds."""
 
 
-def _extrapolated_transfers(spec, args) -> float:
+def _extrapolated_transfers(spec, args, max_work: int | None = None) -> float:
     """Transfers of ``spec`` on ``args``, from the same call on two truncated layouts of about
     ``PROBE_RANKS / 2`` and ``PROBE_RANKS`` ranks (quick to build whatever the call's size).
 
     Raises :class:`WorkLimitError` when the schedule would hold more than
     :data:`~hcsim.limits.MAX_SCHEDULE_BYTES`, its memory per transfer measured while the larger
     layout is built (a staged alltoall keeps each message's chunks, about 700 bytes a
-    transfer, where a ring keeps under 100), before anything that size is built. Both are
-    kept per call shape (they do not depend on the size), so a sweep probes once."""
+    transfer, where a ring keeps under 100), before anything that size is built; and when
+    routing its distinct rank pairs, extrapolated the same way, would alone pass ``max_work``.
+    Both are kept per call shape (they do not depend on the size), so a sweep probes once."""
     key = (spec, args.collective, args.p, args.server_sizes, args.pods, args.root)
     hit = _PROBES.get(key)
     if hit is None:
         hit = _PROBES[key] = _probe(spec, args)
         if len(_PROBES) > 1024:
             _PROBES.pop(next(iter(_PROBES)))
-    estimate, held, (p0, p1) = hit
+    estimate, held, (p0, p1), pairs = hit
     if held > MAX_SCHEDULE_BYTES:
         raise WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks would hold about "
                              f"{estimate:.3g} transfers in {held / 2**30:.3g} GiB (extrapolated from {p0} and {p1} "
                              f"ranks), more than MAX_SCHEDULE_BYTES = {MAX_SCHEDULE_BYTES / 2**30:g} GiB; use fewer "
                              "ranks or another algorithm")
+    if max_work is not None and pairs * WORK_PER_INSTANT > max_work:  # routing its pairs alone passes it
+        raise WorkLimitError(f"max_work = {max_work}: {spec.name} {args.collective} on {args.p} ranks routes about "
+                             f"{pairs:,.0f} distinct rank pairs ({WORK_PER_INSTANT} units each, extrapolated from {p0} "
+                             f"and {p1} ranks) before anything moves; use fewer ranks or another algorithm, or raise "
+                             "max_work (--max-work)")
     return estimate
 
 
@@ -649,15 +655,22 @@ def _probe(spec, args):
         finally:
             if own:
                 tracemalloc.stop()
-        counts.append((p, sum(len(st) for st in sched.steps)))
+        pairs = np.unique(np.concatenate([st.src.astype(np.int64) * p + st.dst for st in sched.steps if len(st)]
+                                         or [np.zeros(0, dtype=np.int64)])).size
+        counts.append((p, sum(len(st) for st in sched.steps), pairs))
         del sched
-    (p0, t0), (p1, t1) = counts
-    if p1 <= p0 or t0 <= 0:
-        estimate = float(t1)
-    else:
-        exponent = min(3.0, max(1.0, math.log(t1 / t0) / math.log(p1 / p0)))
-        estimate = t1 * (args.p / p1) ** exponent
-    return estimate, estimate * held / max(t1, 1), (p0, p1)
+    (p0, t0, q0), (p1, t1, q1) = counts
+    estimate, pairs = _grown(t0, t1, p0, p1, args.p), _grown(q0, q1, p0, p1, args.p)
+    return estimate, estimate * held / max(t1, 1), (p0, p1), pairs
+
+
+def _grown(n0: float, n1: float, p0: int, p1: int, p: int) -> float:
+    """A count seen as ``n0`` on ``p0`` ranks and ``n1`` on ``p1``, extrapolated to ``p`` ranks
+    (a power law with an exponent from 1 to 3)."""
+    if p1 <= p0 or n0 <= 0 or n1 <= 0:
+        return float(n1)
+    exponent = min(3.0, max(1.0, math.log(n1 / n0) / math.log(p1 / p0)))
+    return n1 * (p / p1) ** exponent
 
 
 def _truncated(pods, servers: int) -> tuple:
@@ -943,7 +956,7 @@ class _SpecPlan:
 
         st = _STRUCTURES.get(key)
         if st is None:
-            estimate = (_extrapolated_transfers(spec, first)
+            estimate = (_extrapolated_transfers(spec, first, o["max_work"])
                         if ctx.p > PROBE_RANKS and (first.send_matrix is None or ctx.collective == "alltoallv")
                         else 0.0)
             if estimate > o["max_transfers"]:  # every size is refused before it is built

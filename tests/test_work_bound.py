@@ -351,3 +351,30 @@ def test_a_job_counts_its_collectives_buffer_loops_before_building_them(monkeypa
     assert not built
     run(full_mesh(8, 10e9), w, hccl=hccl, max_transfers=57_344, max_work=None)
     assert built
+
+
+def test_routing_a_large_calls_pairs_is_priced_before_it_is_built(monkeypatch):
+    import hcsim.api as api
+    from hcsim.topology import single_switch
+
+    built = []
+    real = api.run_builder
+    monkeypatch.setattr(api, "run_builder", lambda spec, args: built.append(args.p) or real(spec, args))
+    topo = single_switch(2048, 25e9, 1e-6)  # a mesh alltoall: 4.2M distinct rank pairs, 210M units to route
+    for mode in ("des", "analytical"):
+        with pytest.raises(WorkLimitError, match="distinct rank pairs"):
+            hcsim.simulate(topo, "alltoall", 1 << 30, "mesh", mode=mode)
+    assert max(built) <= api.PROBE_RANKS
+
+
+def test_a_long_route_search_is_priced_per_hop():
+    from hcsim.limits import FREE_HOPS
+    from hcsim.topology import ring
+
+    topo = ring(64, 25e9, 1e-6)  # bmtree's 63 pairs reach 32 hops apart
+    r = hcsim.simulate(topo, "broadcast", 64 << 10, "bmtree", mode="analytical", max_work=None)
+    assert r.time_s > 0
+    with pytest.raises(WorkLimitError, match=f"for paths over {FREE_HOPS} hops") as info:
+        hcsim.simulate(ring(64, 25e9, 1e-6), "broadcast", 64 << 10, "bmtree", mode="analytical",
+                       max_work=63 * WORK_PER_INSTANT + 1)  # the pairs fit; their long paths do not
+    assert "\n" not in str(info.value)
