@@ -278,6 +278,13 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         schedules, verified = None, False
     else:
         schedules = [(built.get(piece.nbytes) or run_builder(spec, piece), count) for piece, count in pieces]
+        steps = sum(len(sch.steps) for sch, _ in schedules)
+        if mode == "des" and max_work is not None and steps * WORK_PER_INSTANT > max_work:
+            # each step is entered at least once (an empty one too, if more cheaply): refused before
+            # it is verified or run (a user's schedule of a million steps verified for 39 s first)
+            raise WorkLimitError(f"max_work = {max_work}: {spec.name} {collective} holds {steps:,} steps "
+                                 f"({WORK_PER_INSTANT} units each at least: {steps * WORK_PER_INSTANT:,}); use fewer "
+                                 "ranks or steps, mode='analytical', or raise max_work (--max-work)")
         verified = verify is True or (verify == "auto" and (spec.user or all(_small_enough(s) for s, _ in schedules)))
     for schedule, _ in schedules or ():
         if verified:

@@ -47,6 +47,11 @@ MAX_ALLTOALLV_RANKS = 2048
 uniform one on 8,192 ranks took 2 s and gigabytes just to build), and its schedule's blocks as
 many again; a staged alltoall that large is past :data:`MAX_SCHEDULE_BYTES` anyway."""
 
+MAX_USER_STEPS = 200_000
+"""Most steps a user's algorithm may return (its schedule is checked step by step before
+anything else: a million steps took seconds just to check). hcsim's own schedules stay far
+below it: a ring AllReduce on 16,384 ranks has 32,766."""
+
 MAX_SWEEP_SIZES = 4096
 """Most sizes one sweep or selection study takes (a list, or a min/max/factor range)."""
 

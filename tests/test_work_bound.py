@@ -378,3 +378,23 @@ def test_a_long_route_search_is_priced_per_hop():
         hcsim.simulate(ring(64, 25e9, 1e-6), "broadcast", 64 << 10, "bmtree", mode="analytical",
                        max_work=63 * WORK_PER_INSTANT + 1)  # the pairs fit; their long paths do not
     assert "\n" not in str(info.value)
+
+
+def test_a_schedule_of_many_steps_is_refused_before_it_is_checked_or_run():
+    import dataclasses
+
+    from hcsim.algorithms import build_schedule
+    from hcsim.errors import ScheduleError
+    from hcsim.limits import MAX_USER_STEPS
+
+    def many(n):
+        def build(a):
+            s = build_schedule(a.collective, "ring", a.p, a.nbytes)
+            return dataclasses.replace(s, steps=[s.steps[0]] * n)
+        return build
+
+    with pytest.raises(ScheduleError, match="MAX_USER_STEPS"):
+        hcsim.simulate(full_mesh(4, 10e9, 1e-6), "allgather", 1024, many(MAX_USER_STEPS + 1))
+    steps = MAX_WORK // WORK_PER_INSTANT + 1
+    with pytest.raises(WorkLimitError, match=f"holds {steps:,} steps"):
+        hcsim.simulate(full_mesh(4, 10e9, 1e-6), "allgather", 1024, many(steps), verify=False)

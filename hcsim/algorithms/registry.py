@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import HcsimError, ScheduleError, bad_value, unknown_name
-from ..limits import MAX_ALLTOALLV_RANKS
+from ..limits import MAX_ALLTOALLV_RANKS, MAX_USER_STEPS
 from .cost import AlphaBetaGamma
 from .schedule import COLLECTIVES, ROOTED, CollectiveArgs, Schedule, split_bytes
 
@@ -182,6 +182,9 @@ def _check_shapes(name: str, sched: Schedule) -> None:
     steps = sched.steps
     if not isinstance(steps, Sequence) or isinstance(steps, (str, bytes)):
         raise ScheduleError(f"algorithm {name!r}: schedule.steps is a {type(steps).__name__}, not a list of Step")
+    if len(steps) > MAX_USER_STEPS:
+        raise ScheduleError(f"algorithm {name!r}: its schedule holds {len(steps):,} steps, more than "
+                            f"MAX_USER_STEPS = {MAX_USER_STEPS:,} (hcsim.limits)")
     moved = False
     for k, st in enumerate(steps):
         if not isinstance(st, Step):
