@@ -282,9 +282,11 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         if mode == "des" and max_work is not None and steps * WORK_PER_INSTANT > max_work:
             # each step is entered at least once (an empty one too, if more cheaply): refused before
             # it is verified or run (a user's schedule of a million steps verified for 39 s first)
-            raise WorkLimitError(f"max_work = {max_work}: {spec.name} {collective} holds {steps:,} steps "
+            exc = WorkLimitError(f"max_work = {max_work}: {spec.name} {collective} holds {steps:,} steps "
                                  f"({WORK_PER_INSTANT} units each at least: {steps * WORK_PER_INSTANT:,}); use fewer "
                                  "ranks or steps, mode='analytical', or raise max_work (--max-work)")
+            exc.work = 0  # refused before any work: a command's budget names its own bound (WorkBudget)
+            raise exc
         verified = verify is True or (verify == "auto" and (spec.user or all(_small_enough(s) for s, _ in schedules)))
     for schedule, _ in schedules or ():
         if verified:
@@ -629,10 +631,12 @@ def _extrapolated_transfers(spec, args, max_work: int | None = None) -> float:
                              f"ranks), more than MAX_SCHEDULE_BYTES = {MAX_SCHEDULE_BYTES / 2**30:g} GiB; use fewer "
                              "ranks or another algorithm")
     if max_work is not None and pairs * WORK_PER_INSTANT > max_work:  # routing its pairs alone passes it
-        raise WorkLimitError(f"max_work = {max_work}: {spec.name} {args.collective} on {args.p} ranks routes about "
+        exc = WorkLimitError(f"max_work = {max_work}: {spec.name} {args.collective} on {args.p} ranks routes about "
                              f"{pairs:,.0f} distinct rank pairs ({WORK_PER_INSTANT} units each, extrapolated from {p0} "
                              f"and {p1} ranks) before anything moves; use fewer ranks or another algorithm, or raise "
                              "max_work (--max-work)")
+        exc.work = 0  # refused before any work (see simulate's step refusal)
+        raise exc
     return estimate
 
 

@@ -249,12 +249,16 @@ def best_workload(topology, workload, *, budget=None, **options):
     chosen: dict = {}
     choices = []
     ops = []
+    npus, layouts = topo.npus, {}  # (the NPU list is built on each read; a job repeats communicators)
     for op in workload.ops:
         if not isinstance(op, Collective) or op.algorithm != "auto":
             ops.append(op)
             continue
-        nodes = [topo.npus[r] for r in op.comm.ranks]
-        servers, pods = rank_layout(topo, nodes)
+        nodes = [npus[r] for r in op.comm.ranks]
+        layout = layouts.get(op.comm.ranks)
+        if layout is None:
+            layout = layouts[op.comm.ranks] = rank_layout(topo, nodes)
+        servers, pods = layout
         key = (op.collective, op.size_bytes, op.root, op.reduce_op, op.dtype, op.send_matrix, servers, pods,
                len(nodes))
         if key not in chosen:
@@ -309,6 +313,8 @@ def _evaluate(task: dict, budget=None) -> dict:
            "communication_us": math.nan, "exposed_us": math.nan, "free_us": math.nan, "collective_ms": math.nan,
            "algorithms": ""}
     try:
+        if budget is not None:
+            budget.left()  # nothing left: refused before its scenario is even built
         _run_point(task, out, budget)
         out["status"] = "ok"
     except WorkLimitError as exc:
