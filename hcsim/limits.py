@@ -109,7 +109,7 @@ MAX_CALIBRATION_SIMULATIONS = 1_200
 """Most simulated points a calibration fit takes on (evaluations x measured points): a few
 seconds on an 8-NPU server; ``calibrate(max_simulations=...)`` raises it."""
 
-MAX_CALIBRATION_WORK = 8_000_000
+MAX_CALIBRATION_WORK = 5_000_000
 """Work bound of one calibration, in the engine units of :data:`MAX_WORK` (each simulation's
 ``Result.config["work"]``: events, flow-rate updates and the rank pairs it routes, which a fit's
 candidates, each a new topology, route afresh), summed over every simulation of the fit (the

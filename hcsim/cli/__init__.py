@@ -237,7 +237,7 @@ def _parser() -> argparse.ArgumentParser:
                     "then keeps its spec rate; not for accelerators (docs/validation.md, change 10)")
     ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
                     help="work bound of the fit, summed over its simulations (the engine units of --max-work elsewhere, "
-                         "route searches included; default 8M, a few seconds)")
+                         "route searches included; default 5M, a few seconds)")
 
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
