@@ -196,8 +196,9 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         x points; :data:`hcsim.limits.MAX_CALIBRATION_SIMULATIONS`, a few seconds for an
         8-NPU server); the report's ``evaluation_limit`` says which bound applied.
     max_work : int
-        Work bound in engine units (50 per event instant or contention-free step + 1 per flow-rate update, summed over
-        every simulation; :data:`hcsim.limits.MAX_CALIBRATION_WORK`, about ten seconds): the
+        Work bound in engine units (each simulation's ``Result.config["work"]``, route searches
+        included, summed over every simulation; :data:`hcsim.limits.MAX_CALIBRATION_WORK`, a few
+        seconds): the
         first prediction prices an evaluation, the optimiser gets what the bound leaves
         (``evaluation_limit_by`` names the bound that applied), and a fit that cannot afford
         even its first simplex is refused with :class:`~hcsim.errors.WorkLimitError`.
