@@ -713,15 +713,20 @@ _HOSTILE_VALUES = [None, 0, -1, -0.0, 1, 2, 0.5, 1e-320, 5e-324, 1e308, 1.797693
                    "a" * 300, "910B", "HOST"]
 
 
-def _paths(node, prefix=()):
-    """Every (path, value) in a YAML tree."""
+def _paths(node, prefix=(), _open=None):
+    """Every (path, value) in a YAML tree; a mutation that put a container inside itself (a
+    cycle) is walked once, not forever (a RecursionError in the generator, make fuzz 2026-11-24)."""
     yield prefix, node
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
+    if not isinstance(node, (dict, list)) or len(prefix) > 64:
+        return
+    _open = set() if _open is None else _open
+    if id(node) in _open:
+        return
+    _open.add(id(node))
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for k, v in items:
+        yield from _paths(v, prefix + (k,), _open)
+    _open.discard(id(node))
 
 
 def _set(doc, path, value):
