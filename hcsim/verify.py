@@ -19,12 +19,13 @@ from .algorithms.schedule import (
     REDUCING,
     ChunkSpace,
     Schedule,
+    Step,
     check_structure,
     data_bytes,
     message_key,
     sum_by_message,
 )
-from .errors import ScheduleError
+from .errors import HcsimError, ScheduleError
 
 MAX_STATE = 50_000_000
 """Largest p x chunks x contributors state the verifier will allocate."""
@@ -34,9 +35,16 @@ def _owner(schedule: Schedule) -> np.ndarray:
     p, c = schedule.p, schedule.num_chunks
     coll = schedule.args.collective
     if schedule.chunk_owner is not None:
-        owner = np.asarray(schedule.chunk_owner, dtype=np.int64)
+        try:
+            owner = np.asarray(schedule.chunk_owner, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise ScheduleError("schedule.chunk_owner: not an array of integers") from None
         if owner.shape != (c,):
-            raise ScheduleError(f"schedule.chunk_owner: {owner.shape[0]} entries for {c} chunks")
+            raise ScheduleError(f"schedule.chunk_owner: shape {owner.shape} for {c} chunks")
+        limit = p * p if coll in ("alltoall", "alltoallv") else p if coll in PER_RANK_BLOCKS else 1
+        if c and (owner.min() < 0 or owner.max() >= limit):
+            raise ScheduleError(f"schedule.chunk_owner: owners from 0 to {limit - 1} for {coll} on {p} ranks, "
+                                f"not {int(owner.min())}..{int(owner.max())}")
         return owner
     if coll in PER_RANK_BLOCKS:
         if c % p:
@@ -113,7 +121,14 @@ def _message_chunks(step, k: int, p: int):
         i = int(np.argmax(msg == keys[np.argmax(counts > 1)]))
         raise ScheduleError(f"step {k} message {i}: rank {int(step.src[i])}->{int(step.dst[i])} appears twice "
                             "(a message step holds one transfer per pair and reduce flag)")
-    chunks = step.chunks()
+    try:
+        chunks = step.chunks()
+    except HcsimError:
+        raise
+    except Exception as exc:  # a user's expand callable
+        raise ScheduleError(f"step {k}: its chunk view raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(chunks, Step):
+        raise ScheduleError(f"step {k}: its chunk view is a {type(chunks).__name__}, not a Step")
     ckeys, _, sums = sum_by_message(chunks, p)
     order = np.argsort(msg)
     if len(ckeys) != len(keys) or (ckeys != keys).any() or (sums != step.nbytes[order]).any():
