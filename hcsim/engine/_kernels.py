@@ -341,6 +341,17 @@ def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, loc
     return rates, n_hot, state
 
 
+@njit(cache=True)
+def _cold_rates(out_cold, flow_slot, class_bw, group_of):  # pragma: no cover - compiled
+    """The slots of the flows that went cold and their rates (their class's bottleneck)."""
+    slots_out = np.empty(out_cold.size, dtype=np.int64)
+    rates_out = np.empty(out_cold.size)
+    for i in range(out_cold.size):
+        slots_out[i] = flow_slot[out_cold[i]]
+        rates_out[i] = class_bw[group_of[out_cold[i]]]
+    return slots_out, rates_out
+
+
 @njit(cache=True, error_model="numpy")
 def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, res_flow, grp_ptr, grp_flow, flow_ptr,
                flow_res, group_of, flow_slot, slot_k, class_bw, rate, fround, gone, s_hist, lvl_hist, ck_rem, ck_cnt,
@@ -404,11 +415,7 @@ def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, re
     meta[4] -= nr
     n_live = meta[4]
     if kstar == big:  # nothing in the filling changed
-        slots_out = np.empty(out_cold.size, dtype=np.int64)
-        rates_out = np.empty(out_cold.size)
-        for i in range(out_cold.size):
-            slots_out[i] = flow_slot[out_cold[i]]
-            rates_out[i] = class_bw[group_of[out_cold[i]]]
+        slots_out, rates_out = _cold_rates(out_cold, flow_slot, class_bw, group_of)
         return slots_out, rates_out, n_live, s_hist, lvl_hist, ck_rem, ck_cnt
     c = (kstar - 1) // ck_every
     r0 = c * ck_every
@@ -487,11 +494,7 @@ def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, re
                         same = False
                         break
             if same:
-                slots_out = np.empty(out_cold.size, dtype=np.int64)
-                rates_out = np.empty(out_cold.size)
-                for i in range(out_cold.size):
-                    slots_out[i] = flow_slot[out_cold[i]]
-                    rates_out[i] = class_bw[group_of[out_cold[i]]]
+                slots_out, rates_out = _cold_rates(out_cold, flow_slot, class_bw, group_of)
                 return slots_out, rates_out, n_live, s_hist, lvl_hist, ck_rem, ck_cnt
     # restart from the state at the start of round r0 + 1
     rem = ck_rem[c, :].copy()
