@@ -49,7 +49,7 @@ def random_schedule(rng, p):
     return Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "random")
 
 
-def run(topo, sched, routing, full):
+def run(topo, sched, routing, full=False):
     sim = FlowSimulator(topo, topo.npus, sched, EngineConfig(step_overhead_s=0.5e-6, routing=routing))
     sim.force_full_recompute = full
     t = sim.run()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from hcsim.engine import EngineConfig, FlowSimulator, fairshare
 from hcsim.engine.fairshare import _SAT_RTOL, max_min_rates_reference
-from tests.test_engine_properties import random_schedule, random_topology
+from tests.test_engine_properties import random_schedule, random_topology, run
 
 pytest.importorskip("numba")
 
@@ -64,14 +64,6 @@ def test_kernel_equals_the_plain_recomputation_bit_for_bit():
         assert n == n_want
         assert np.array_equal(got, want), trial
         assert (local == -1).all()  # the scratch is left clean
-
-
-def run(topo, sched, routing, full=False):
-    sim = FlowSimulator(topo, topo.npus, sched, EngineConfig(step_overhead_s=0.5e-6, routing=routing))
-    sim.force_full_recompute = full
-    t = sim.run()
-    ends = np.concatenate([s.t_end for s in sorted(sim.done_states, key=lambda s: s.k)])
-    return t, ends
 
 
 @settings(max_examples=120, deadline=None)
