@@ -586,6 +586,16 @@ def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
     return exc
 
 
+def _count_step(moved: dict, route: _StepRouting, nbytes: np.ndarray) -> None:
+    """Note in ``moved`` one more step of ``route`` moving ``nbytes`` (summed in :func:`moved_bytes`)."""
+    key = (id(route), id(nbytes))
+    seen = moved.get(key)
+    if seen is None:
+        moved[key] = [route, nbytes, 1]
+    else:
+        seen[2] += 1
+
+
 def moved_bytes(runs, rows: int) -> np.ndarray:
     """Bytes the ``runs`` together sent down each of ``rows`` paths: each distinct (routing, byte
     counts) of their steps is summed once, times the steps that used it (a job's thousands of
@@ -593,9 +603,6 @@ def moved_bytes(runs, rows: int) -> np.ndarray:
     out = np.zeros(rows)
     counts: dict = {}
     for run in runs:
-        m = run._moved_paths
-        if m.size:
-            out[:m.size] += m
         for key, (route, nbytes, times) in run._moved.items():
             seen = counts.get(key)
             if seen is None:
@@ -703,9 +710,8 @@ class FlowSimulator:
         self.reduce_Bps = self.net.reduce_Bps[self.rank_node] / config.reduce_time_factor
         self.pad = self.fabric.pad
         # bytes sent down each path: counted per distinct (routing, byte counts) of the steps this
-        # run entered, summed only when asked (:attr:`path_bytes`); the contention-free pass's directly
+        # run entered (_count_step), summed only when asked (:attr:`path_bytes`)
         self._moved: dict = {}
-        self._moved_paths = np.zeros(0)
         # ranks
         self.cur_step = np.full(self.p, -1, dtype=np.int64)
         self.outstanding = np.zeros(self.p, dtype=np.int64)
@@ -815,7 +821,7 @@ class FlowSimulator:
         cfg = self.cfg
         enter = np.full(self.p, float(cfg.launch_overhead_s))
         lone: dict[tuple, float] = {}
-        steps, moved = [], np.zeros(0)
+        steps, moved = [], {}
         rec = fill and cfg.record
         fabric = self.fabric
         gate = np.full(self.p, -1, dtype=np.int64)  # per rank: the transfer that last ended for it
@@ -875,16 +881,12 @@ class FlowSimulator:
                 self.on_progress(k + 1)
             if fill:  # kept aside until the pass has finished (a bound may still stop it)
                 steps.append((k, st.n, ready.min(), done.max()))
-                per_sub = np.repeat(st.nbytes / np.maximum(np.diff(r.sub_ptr), 1), np.diff(r.sub_ptr))
-                m = np.bincount(r.sub_path, weights=per_sub)
-                if m.size > moved.size:
-                    moved = np.concatenate([moved, np.zeros(m.size - moved.size)])
-                moved[:m.size] += m
+                _count_step(moved, r, step.nbytes)
         if fill:
             self.lone_steps = len(steps)
             for k, n, ready_s, end_s in steps:
                 self.step_count[k], self.step_ready_s[k], self.step_end_s[k] = n, ready_s, end_s
-            self._moved_paths = moved
+            self._moved = moved
             self.finish_s[:] = enter
             self.cur_step[:] = self.n_steps
             if rec:
@@ -1022,13 +1024,7 @@ class FlowSimulator:
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             self.next_gid += st.n
             self.step_count[k] = st.n
-            # every byte of the step will cross its paths: count the step once here
-            key = (id(st.route), id(step.nbytes))
-            seen = self._moved.get(key)
-            if seen is None:
-                self._moved[key] = [st.route, step.nbytes, 1]
-            else:
-                seen[2] += 1
+            _count_step(self._moved, st.route, step.nbytes)  # every byte of the step will cross its paths
             self.states[k] = st
         return st
 
