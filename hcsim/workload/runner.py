@@ -360,7 +360,7 @@ class _Job:
     # ---------------------------------------------------------------- compute
     def _roofline(self, op: Compute, r: int) -> float:
         """Seconds of ``op`` on rank ``r``'s NPU alone at full speed, from its roofline."""
-        npu = self._npu_specs[r] if self._npu_specs is not None else self.topo.npu_spec(self.npus[r])
+        npu = self._npu_specs[r]  # looked up once, before the first roofline (play)
         key = (id(npu), op.flops, op.bytes_moved, op.dtype)
         t = self._roofs.get(key)
         if t is not None:
@@ -498,7 +498,10 @@ class _Job:
             pieces = loop_pieces(args, buffer)
             self._count(sum(count * (sum(len(st) for st in built[n].steps) if n in built else 0)
                             for n, count in pieces.items()), op, planned=True)
-            schedule = looped(spec, args, buffer) if buffer is not None else run_builder(spec, args)
+            if pieces == {args.nbytes: 1} and args.nbytes in built:  # one piece: the schedule just counted
+                schedule = built[args.nbytes]
+            else:
+                schedule = looped(spec, args, buffer) if buffer is not None else run_builder(spec, args)
             if spec.user:
                 _verify_schedule(schedule)
             check_structure(schedule)
