@@ -641,10 +641,12 @@ def _extrapolated_transfers(spec, args, max_work: int | None = None) -> float:
 
 
 _PROBES: dict = {}
-"""Call shape -> (transfers, bytes, probe ranks) of :func:`_extrapolated_transfers`."""
+"""Call shape -> (transfers, bytes, probe ranks, distinct rank pairs) of :func:`_extrapolated_transfers`."""
 
 
 def _probe(spec, args):
+    """Build ``spec`` on truncated layouts of about PROBE_RANKS / 2 and PROBE_RANKS ranks and
+    extrapolate to ``args``: (transfers, bytes held, the probes' ranks, distinct rank pairs)."""
     import tracemalloc
 
     sizes = args.server_sizes
