@@ -33,7 +33,7 @@ from .algorithms.schedule import Schedule
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
-from .limits import FREE_HOPS, WORK_PER_HOP, WORK_PER_INSTANT
+from .limits import FREE_HOPS, WORK_PER_INSTANT, hop_work
 
 
 def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineConfig | None = None) -> float:
@@ -70,9 +70,10 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
 
     Every distinct rank pair is routed once, then read off the path arrays in one pass
     (linear in the pairs; :func:`cached_path_parameters` keeps the answer for later calls).
-    Routing counts as the engine counts it, :data:`~hcsim.limits.WORK_PER_INSTANT` units a pair:
-    a schedule whose pairs would pass ``max_work`` is refused before any is routed
-    (:class:`~hcsim.errors.WorkLimitError`; None: no bound).
+    Routing counts as the engine counts it, :data:`~hcsim.limits.WORK_PER_INSTANT` units a pair
+    and :func:`~hcsim.limits.hop_work` for a long path: a schedule whose pairs would pass
+    ``max_work`` is refused before any is routed, and one whose long paths do as soon as they
+    have (:class:`~hcsim.errors.WorkLimitError`; None: no bound).
 
     Examples
     --------
@@ -114,13 +115,13 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     src, dst = np.divmod(pairs, p)
     # Route every pair first: routing appends to the path store, whose arrays are rebuilt
     # after each addition, so they are read once, after the last route.
-    routes, extra, ptr = [], 0, net.paths.res_ptr
+    routes, extra = [], 0
     for a, b in zip(rank_node[src].tolist(), rank_node[dst].tolist(), strict=True):
         ids = net.route(a, b, routing, seed, qps)
         routes.append(ids)
-        hops = max((ptr[i + 1] - ptr[i] for i in ids), default=0)
+        hops = net.paths.longest(ids)
         if hops > FREE_HOPS:  # a long path's search costs more than an instant (hcsim.limits.FREE_HOPS)
-            extra += WORK_PER_HOP * (hops - FREE_HOPS)
+            extra += hop_work(hops)
             if max_work is not None and len(pairs) * WORK_PER_INSTANT + extra > max_work:
                 if _pairs is not None:
                     _pairs[-1] = (len(pairs), schedule.algorithm, extra)

@@ -68,6 +68,12 @@ path is at most ``FREE_HOPS`` hops (resources) long, and ``WORK_PER_HOP`` units 
 beyond: on a ring of 4,096 NPUs a pair 2,048 hops apart takes 13 ms to route (2-6 us a hop).
 Pods, leaf-spines and meshes stay well inside ``FREE_HOPS``."""
 
+
+def hop_work(hops: int) -> int:
+    """Work units a route search counts beyond its pair's :data:`WORK_PER_INSTANT` for a path of
+    ``hops`` hops (:data:`FREE_HOPS`, :data:`WORK_PER_HOP`)."""
+    return WORK_PER_HOP * max(0, hops - FREE_HOPS)
+
 WORK_PER_RANK_OP = 20
 """Work units a job (:func:`hcsim.workload.run`) counts per operation and rank as it is planned
 (before anything is planned), as it starts and as it ends (its planning and dependency

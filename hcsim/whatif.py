@@ -754,7 +754,8 @@ def whatif(scenario, perturbations, *, combined: bool = False, results: bool = F
         One row per case (:data:`COLUMNS`): ``case`` (``baseline``, then each perturbation's
         text form), ``perturbation`` (in words), ``status`` (``ok``; ``error``: a cut with no
         other path, a bad name; ``refused``: the cases before it took the scenario's work
-        bound, which every case of the comparison shares), ``reason``, ``time_us`` (the job's step time: the end of its
+        bound, which every case of the comparison shares), ``reason``, ``time_us`` (the
+        job's step time: the end of its
         own operations, not a background job's), ``baseline_us``, ``delta_us``, ``delta_pct``,
         ``busiest_link`` and its ``busiest_utilization`` (bytes over capacity x time, over the
         whole run: a background job that outlasts the job counts to its own end).

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
-from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_HOP, WORK_PER_INSTANT
+from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_INSTANT, hop_work
 from ..topology.routing import ROUTING_POLICIES
 from . import fairshare
 from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
@@ -970,15 +970,15 @@ class FlowSimulator:
         if fabric.max_work is not None:
             fabric.check_work(None, f"before routing {len(new)} rank pairs")
         groups = []
-        fresh, ptr = set(new), net.paths.res_ptr
+        fresh = set(new)
         for u in uniq.tolist():
             g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
             groups.append(g)
             if u in fresh:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
                 # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
-                hops = max((ptr[pid + 1] - ptr[pid] for pid in g), default=0)
+                hops = net.paths.longest(g)
                 if hops > FREE_HOPS:
-                    fabric.route_work += WORK_PER_HOP * (hops - FREE_HOPS)
+                    fabric.route_work += hop_work(hops)
                     if fabric.max_work is not None:
                         fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
         _, _, p_lat, p_inline, _ = net.paths.arrays()

@@ -460,6 +460,11 @@ class PathStore:
     _arrays: tuple | None = None
     _matrix: tuple | None = None
 
+    def longest(self, ids) -> int:
+        """Resources on the longest of paths ``ids`` (0 for none)."""
+        ptr = self.res_ptr
+        return max((ptr[i + 1] - ptr[i] for i in ids), default=0)
+
     def add(self, resources, latency_s, inline, bottleneck) -> int:
         self.res.extend(resources)
         self.res_ptr.append(len(self.res))
