@@ -587,32 +587,34 @@ def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
 
 
 def _count_step(moved: dict, route: _StepRouting, nbytes: np.ndarray) -> None:
-    """Note in ``moved`` one more step of ``route`` moving ``nbytes`` (summed in :func:`moved_bytes`)."""
-    key = (id(route), id(nbytes))
-    seen = moved.get(key)
+    """Add one step's bytes (``nbytes`` per transfer) to ``moved``: per routing, the bytes on each
+    of its subflows (summed over paths in :func:`moved_bytes`). A routing is shared by every step
+    that makes the same transfers, so this keeps one array per routing, not one per step."""
+    seen = moved.get(id(route))
     if seen is None:
-        moved[key] = [route, nbytes, 1]
+        seen = moved[id(route)] = [route, np.zeros(route.sub_path.size)]
+    if route.single:
+        seen[1] += nbytes
     else:
-        seen[2] += 1
+        n_sub = np.diff(route.sub_ptr)
+        seen[1] += np.repeat(nbytes / np.maximum(n_sub, 1), n_sub)
 
 
 def moved_bytes(runs, rows: int) -> np.ndarray:
-    """Bytes the ``runs`` together sent down each of ``rows`` paths: each distinct (routing, byte
-    counts) of their steps is summed once, times the steps that used it (a job's thousands of
-    runs of a few schedules cost a few sums)."""
-    out = np.zeros(rows)
-    counts: dict = {}
+    """Bytes the ``runs`` together sent down each of ``rows`` paths (:func:`_count_step`): each
+    distinct routing's subflow bytes summed over the runs, then over paths once (a job's
+    thousands of runs of a few schedules cost a few sums)."""
+    per_route: dict = {}
     for run in runs:
-        for key, (route, nbytes, times) in run._moved.items():
-            seen = counts.get(key)
+        for key, (route, acc) in run._moved.items():
+            seen = per_route.get(key)
             if seen is None:
-                counts[key] = [route, nbytes, times]
+                per_route[key] = [route, acc.copy()]
             else:
-                seen[2] += times
-    for route, nbytes, times in counts.values():
-        n_sub = np.diff(route.sub_ptr)
-        per_sub = np.repeat(nbytes / np.maximum(n_sub, 1), n_sub)
-        out += times * np.bincount(route.sub_path, weights=per_sub, minlength=rows)
+                seen[1] += acc
+    out = np.zeros(rows)
+    for route, acc in per_route.values():
+        out += np.bincount(route.sub_path, weights=acc, minlength=rows)
     return out
 
 
@@ -881,7 +883,7 @@ class FlowSimulator:
                 self.on_progress(k + 1)
             if fill:  # kept aside until the pass has finished (a bound may still stop it)
                 steps.append((k, st.n, ready.min(), done.max()))
-                _count_step(moved, r, step.nbytes)
+                _count_step(moved, r, st.nbytes)
         if fill:
             self.lone_steps = len(steps)
             for k, n, ready_s, end_s in steps:
@@ -1024,7 +1026,7 @@ class FlowSimulator:
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
             self.next_gid += st.n
             self.step_count[k] = st.n
-            _count_step(self._moved, st.route, step.nbytes)  # every byte of the step will cross its paths
+            _count_step(self._moved, st.route, st.nbytes)  # every byte of the step will cross its paths
             self.states[k] = st
         return st
 
