@@ -24,6 +24,7 @@ What the closed forms are, exactly (each part is a property test in
 
 from __future__ import annotations
 
+import hashlib
 import weakref
 
 import numpy as np
@@ -88,20 +89,29 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     p = schedule.p
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
     seen_arrays = None
+    seen_content: dict = {}  # steps whose rank arrays repeat an earlier step's, in new arrays
     used: list[np.ndarray] = []
     red: list[np.ndarray] = []
     all_reduced = False  # every pair of the current rank arrays already listed as reducing
     for step in schedule.steps:
         if not len(step):
             continue
-        if not (seen_arrays is not None and seen_arrays[0] is step.src and seen_arrays[1] is step.dst):
-            seen_arrays = (step.src, step.dst)
-            used.append(np.unique(step.src * p + step.dst))
+        if not (seen_arrays is not None and (seen_arrays[0] is step.src and seen_arrays[1] is step.dst or (
+                len(seen_arrays[0]) == len(step) and np.array_equal(seen_arrays[0], step.src)
+                and np.array_equal(seen_arrays[1], step.dst)))):
             all_reduced = False
+            seen_arrays = (step.src, step.dst)
+            # a ring's steps repeat their pairs in new arrays: listing them once per content
+            # keeps this linear in the schedule's distinct pair sets, not in its steps
+            digest = hashlib.blake2b(step.src.tobytes() + step.dst.tobytes(), digest_size=16).digest()
+            current = seen_content.get(digest)
+            if current is None:
+                current = seen_content[digest] = np.unique(step.src * p + step.dst)
+                used.append(current)
         if all_reduced or not step.reduce.any():
             continue
         if step.reduce.all():  # a ring's reduce-scatter: the arrays' pairs, once
-            red.append(used[-1])
+            red.append(current)
             all_reduced = True
         else:
             red.append(np.unique((step.src * p + step.dst)[step.reduce]))

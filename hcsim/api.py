@@ -711,7 +711,11 @@ def _too_much(spec, args, estimate: str, max_transfers: int) -> WorkLimitError:
 def rank_layout(topo, rank_nodes) -> tuple[tuple, tuple]:
     """Ranks per server and servers per pod, from the NPUs' coordinates; ``((), ())`` when the
     ranks of a server (or the servers of a pod) are not consecutive."""
-    keys = [(topo.npu_spec(n).pod, topo.npu_spec(n).server) for n in rank_nodes]
+    specs = topo._npus_and_specs()[1]
+    try:
+        keys = [(specs[n].pod, specs[n].server) for n in rank_nodes]
+    except (KeyError, TypeError):  # not an NPU of the topology: npu_spec says which
+        keys = [(topo.npu_spec(n).pod, topo.npu_spec(n).server) for n in rank_nodes]
     runs: list[list] = []
     for key in keys:
         if runs and runs[-1][0] == key:

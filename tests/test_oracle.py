@@ -96,3 +96,33 @@ def test_uneven_sizes_stay_within_a_byte_per_chunk_of_the_closed_form():
         des = hcsim.simulate(topo, "allreduce", 1_000_003, algo)
         ana = hcsim.simulate(topo, "allreduce", 1_000_003, algo, mode="analytical")
         assert des.time_s == pytest.approx(ana.time_s, rel=1e-5)
+
+
+def test_path_parameters_reads_repeated_pairs_in_new_arrays_once_and_right():
+    """Steps that repeat an earlier step's pairs in new arrays (A, B, then A again, reducing)
+    are listed once by content; the third step's reduction must be charged to pairs A (whose
+    receiver reduces slowly), not to the last pairs listed (B)."""
+    import dataclasses
+
+    import numpy as np
+
+    from hcsim.algorithms.registry import CollectiveArgs
+    from hcsim.algorithms.schedule import Schedule, make_step
+    from hcsim.analytical import path_parameters
+    from hcsim.topology import single_switch
+
+    topo = single_switch(4, 25e9, 1e-6, reduce_Bps=1e10)
+    slow = topo.npus[1]
+    topo.graph.nodes[slow]["spec"] = dataclasses.replace(topo.npu_spec(slow), reduce_Bps=1e9)
+
+    def sched(third_reduces: bool):
+        steps = [make_step(np.array([0]), np.array([1]), 100, False, 0, 1),   # A: into the slow NPU
+                 make_step(np.array([2]), np.array([3]), 100, False, 0, 1),   # B
+                 make_step(np.array([0]), np.array([1]), 100, third_reduces, 0, 1)]  # A again
+        return Schedule(CollectiveArgs("sendrecv", 4, 1), 1, steps, np.ones(1, dtype=np.int64), "probe")
+
+    plain = path_parameters(topo, topo.npus, sched(False), inline_reduce=False)
+    reducing = path_parameters(topo, topo.npus, sched(True), inline_reduce=False)
+    assert plain.gamma_s_per_B == 0.0
+    assert reducing.gamma_s_per_B == pytest.approx(1 / 1e9)
+    assert (reducing.alpha_s, reducing.beta_s_per_B) == (plain.alpha_s, plain.beta_s_per_B)

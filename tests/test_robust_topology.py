@@ -710,3 +710,27 @@ def test_text_edits_of_builtin_files_load_or_fail_in_one_line(path, edits):
         pos %= len(text) + 1
         text = text[:pos] + insert + text[pos + cut:]
     _check_load(text)
+
+
+def test_npu_order_follows_edits_after_it_was_read():
+    """The NPU list is kept between calls; replacing a spec, adding an NPU or turning a switch
+    into an NPU must show in the next read (and in the rank layout built from it)."""
+    import dataclasses
+
+    from hcsim.api import rank_layout
+    from hcsim.topology import NpuSpec, single_switch
+
+    t = single_switch(4, 1e9, npus_per_server=2)
+    first = t.npus
+    assert rank_layout(t, first)[0] == (2, 2)
+    a = first[0]
+    t.graph.nodes[a]["spec"] = dataclasses.replace(t.npu_spec(a), server=5)  # moves to the end
+    assert t.npus == first[1:] + [a]
+    assert rank_layout(t, t.npus)[0] == (1, 2, 1)
+    t.add_npu("extra", NpuSpec(server=9))
+    assert t.npus[-1] == "extra"
+    t.graph.remove_node("extra")
+    assert "extra" not in t.npus
+    t.graph.nodes[a]["spec"] = "not a spec"
+    with pytest.raises(TopologyError):
+        _ = t.npus
