@@ -795,52 +795,53 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     check_options(kwargs, exclude=("algorithm", "count", "progress"), where="sweep")
     check_progress(progress)
     topo = load_topology(topology)
-    size_list = resolve_sizes(sizes, factor)
-    if algorithms is None:
-        algorithms = algorithms_for(collective)
-    elif isinstance(algorithms, str) or callable(algorithms):
-        algorithms = [algorithms]
-    elif not isinstance(algorithms, (list, tuple)) or not algorithms:
-        raise bad_value("algorithms", algorithms, "a non-empty list of algorithm names or callables, or None (all)")
-    p = len(topo.resolve_ranks(kwargs.get("ranks")))
-    if kwargs.get("dtype") is not None:
-        parse_dtype(kwargs["dtype"])  # a bad name is an error, not a table of refusals
-    mode = kwargs.get("mode", "des")
-    table = _Table(collective, mode, p)
-    reasons = []  # per size: why every algorithm is refused there, or None
-    for n in size_list:
-        reason = None
-        if n < min_size(collective, p):  # a range that starts below one byte per rank
-            reason = f"size = {n}: {_too_small(collective, p)}"
-        elif kwargs.get("dtype") is not None:  # a range point that is not whole elements per rank
-            try:
-                check_elements(collective, n, kwargs["dtype"], p)
-            except ConfigError as exc:
-                reason = str(exc)
-        reasons.append(reason)
-    fast = [[None] * len(size_list)] * len(algorithms)
-    if mode == "analytical":  # the closed form, with what does not depend on the size done once
-        engine = _FastAnalytical(topo, collective, kwargs)
-        fast = [engine.column(algo, size_list) for algo in algorithms]
-    # the points simulate() answers, in the table's order (size by size, algorithm by algorithm)
-    todo = [(n, algo) for i, n in enumerate(size_list) for algo, col in zip(algorithms, fast, strict=True)
-            if reasons[i] is None and col[i] is None]
-    budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None)
-    answers = iter(map_points(_sweep_point, todo, client=client, progress=progress,
-                              shared=(topo, collective, kwargs, budget), desc=f"sweep {collective}"))
-    for i, n in enumerate(size_list):
-        for algo, col in zip(algorithms, fast, strict=True):
-            if reasons[i] is not None:
-                table.refuse(algo, n, reasons[i])
-            elif col[i] is not None:
-                t, ran, ranks, size_bytes, _ = col[i]
-                table.add(algo, ran, ranks, size_bytes, t)
-            else:
-                r = next(answers)
-                if isinstance(r, str):  # one point over the work bound does not sink the sweep
-                    table.refuse(algo, n, r)
+    with topo.unchanged():  # the graph is checked once, not at every point
+        size_list = resolve_sizes(sizes, factor)
+        if algorithms is None:
+            algorithms = algorithms_for(collective)
+        elif isinstance(algorithms, str) or callable(algorithms):
+            algorithms = [algorithms]
+        elif not isinstance(algorithms, (list, tuple)) or not algorithms:
+            raise bad_value("algorithms", algorithms, "a non-empty list of algorithm names or callables, or None (all)")
+        p = len(topo.resolve_ranks(kwargs.get("ranks")))
+        if kwargs.get("dtype") is not None:
+            parse_dtype(kwargs["dtype"])  # a bad name is an error, not a table of refusals
+        mode = kwargs.get("mode", "des")
+        table = _Table(collective, mode, p)
+        reasons = []  # per size: why every algorithm is refused there, or None
+        for n in size_list:
+            reason = None
+            if n < min_size(collective, p):  # a range that starts below one byte per rank
+                reason = f"size = {n}: {_too_small(collective, p)}"
+            elif kwargs.get("dtype") is not None:  # a range point that is not whole elements per rank
+                try:
+                    check_elements(collective, n, kwargs["dtype"], p)
+                except ConfigError as exc:
+                    reason = str(exc)
+            reasons.append(reason)
+        fast = [[None] * len(size_list)] * len(algorithms)
+        if mode == "analytical":  # the closed form, with what does not depend on the size done once
+            engine = _FastAnalytical(topo, collective, kwargs)
+            fast = [engine.column(algo, size_list) for algo in algorithms]
+        # the points simulate() answers, in the table's order (size by size, algorithm by algorithm)
+        todo = [(n, algo) for i, n in enumerate(size_list) for algo, col in zip(algorithms, fast, strict=True)
+                if reasons[i] is None and col[i] is None]
+        budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None)
+        answers = iter(map_points(_sweep_point, todo, client=client, progress=progress,
+                                  shared=(topo, collective, kwargs, budget), desc=f"sweep {collective}"))
+        for i, n in enumerate(size_list):
+            for algo, col in zip(algorithms, fast, strict=True):
+                if reasons[i] is not None:
+                    table.refuse(algo, n, reasons[i])
+                elif col[i] is not None:
+                    t, ran, ranks, size_bytes, _ = col[i]
+                    table.add(algo, ran, ranks, size_bytes, t)
                 else:
-                    table.add(algo, *r)
+                    r = next(answers)
+                    if isinstance(r, str):  # one point over the work bound does not sink the sweep
+                        table.refuse(algo, n, r)
+                    else:
+                        table.add(algo, *r)
     df = table.frame()
     if "refused" in df:
         if (df["refused"] != "").all():  # nothing ran: that is an error, not a table of refusals

@@ -70,27 +70,28 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     topo = load_topology(topology)
     if hccl is None and topo.product is not None:
         hccl = HcclConfig()  # HCCL's defaults on an Ascend machine; elsewhere no CCL buffer unless given
-    rank_nodes = topo.resolve_ranks(ranks)
-    servers, pods = rank_layout(topo, rank_nodes)
-    cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
-    rows, prev, crossovers = [], None, []
-    size_list = resolve_sizes(sizes, factor)
-    auto_kw = dict(kwargs, ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl)
-    rival_kw = dict(kwargs, ranks=ranks, mode=mode, hccl=hccl)
-    fast_auto = fast_rivals = {}
-    if mode == "analytical":  # closed forms: every algorithm prepared once, priced at every size at once
-        fast_auto = _FastAnalytical(topo, collective, auto_kw).column("auto", size_list)
-        rivals = _FastAnalytical(topo, collective, rival_kw)
-        fast_rivals = {algo: rivals.column(algo, size_list) for algo in cands}
-    # one race per size: what the analytical fast path answered goes along, simulate() runs the rest
-    races = [(size, fast_auto[i] if fast_auto else None,
-              {algo: fast_rivals[algo][i][0] for algo in cands if fast_rivals and fast_rivals[algo][i] is not None})
-             for i, size in enumerate(size_list)]
-    budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None)
-    for kw in (auto_kw, rival_kw):
-        kw.pop("max_work", None)
-    raced = map_points(_race, races, client=client, progress=progress, desc=f"select {collective}",
-                       shared=(topo, collective, cands, auto_kw, rival_kw, budget))
+    with topo.unchanged():  # the graph is checked once, not at every size
+        rank_nodes = topo.resolve_ranks(ranks)
+        servers, pods = rank_layout(topo, rank_nodes)
+        cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
+        rows, prev, crossovers = [], None, []
+        size_list = resolve_sizes(sizes, factor)
+        auto_kw = dict(kwargs, ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl)
+        rival_kw = dict(kwargs, ranks=ranks, mode=mode, hccl=hccl)
+        fast_auto = fast_rivals = {}
+        if mode == "analytical":  # closed forms: every algorithm prepared once, priced at every size at once
+            fast_auto = _FastAnalytical(topo, collective, auto_kw).column("auto", size_list)
+            rivals = _FastAnalytical(topo, collective, rival_kw)
+            fast_rivals = {algo: rivals.column(algo, size_list) for algo in cands}
+        # one race per size: what the analytical fast path answered goes along, simulate() runs the rest
+        races = [(size, fast_auto[i] if fast_auto else None,
+                  {algo: fast_rivals[algo][i][0] for algo in cands if fast_rivals and fast_rivals[algo][i] is not None})
+                 for i, size in enumerate(size_list)]
+        budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None)
+        for kw in (auto_kw, rival_kw):
+            kw.pop("max_work", None)
+        raced = list(map_points(_race, races, client=client, progress=progress, desc=f"select {collective}",
+                                 shared=(topo, collective, cands, auto_kw, rival_kw, budget)))
     refused = []
     for size, (chosen, times) in zip(size_list, raced, strict=True):
         if isinstance(chosen, str):  # HCCL's choice over the work bound: a row of NaN with the reason

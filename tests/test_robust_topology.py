@@ -734,3 +734,23 @@ def test_npu_order_follows_edits_after_it_was_read():
     t.graph.nodes[a]["spec"] = "not a spec"
     with pytest.raises(TopologyError):
         _ = t.npus
+
+
+def test_unchanged_checks_the_graph_once_and_edits_between_sweeps_are_seen():
+    import pickle
+
+    from hcsim.topology import LinkSpec, single_switch
+
+    t = single_switch(4, 1e9, 1e-6)
+    with t.unchanged():
+        view = t.compiled()
+        assert t.compiled() is view and t.npus == t.npus
+        assert pickle.loads(pickle.dumps(t))._held is None  # a copy sent to a worker checks again
+    before = hcsim.sweep(t, "allreduce", sizes=("1M", "2M"), algorithms=["ring"], mode="analytical")
+    u, v = next(iter(t.graph.edges))
+    t.graph.edges[u, v]["spec"] = LinkSpec(bandwidth_Bps=1e8, latency_s=1e-6)  # one slow link
+    after = hcsim.sweep(t, "allreduce", sizes=("1M", "2M"), algorithms=["ring"], mode="analytical")
+    assert t.compiled() is not view
+    assert (after["time_us"].to_numpy() > before["time_us"].to_numpy() * 5).all()
+    slow = hcsim.select(t, "allreduce", sizes=("1M", "1M"), mode="analytical")
+    assert slow["hccl_time_us"].iloc[0] > before["time_us"].iloc[0] * 5
