@@ -754,3 +754,18 @@ def test_unchanged_checks_the_graph_once_and_edits_between_sweeps_are_seen():
     assert (after["time_us"].to_numpy() > before["time_us"].to_numpy() * 5).all()
     slow = hcsim.select(t, "allreduce", sizes=("1M", "1M"), mode="analytical")
     assert slow["hccl_time_us"].iloc[0] > before["time_us"].iloc[0] * 5
+
+
+def test_unchanged_trusts_a_list_read_before_the_block_after_one_check():
+    from hcsim.topology import single_switch
+
+    t = single_switch(4, 1e9, 1e-6)
+    t.npus  # noqa: B018  read before the block
+    calls = []
+    real = t._npu_nodes
+    t._npu_nodes = lambda: calls.append(1) or real()
+    with t.unchanged():
+        for _ in range(3):
+            assert len(t.npus) == 4
+        assert t._held == {"npus"}
+    assert calls == []  # checked against the graph once, never listed again

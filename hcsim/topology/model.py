@@ -310,6 +310,8 @@ class Topology:
         if key is not None and cached is not None and isinstance(graph, nx.DiGraph) and not graph.is_multigraph():
             try:
                 if cached[0] == key:
+                    if self._held is not None:
+                        self._held.add("npus")
                     return cached[1], cached[2]
             except Exception:  # a spec edited into an object whose == misbehaves: list again
                 pass
