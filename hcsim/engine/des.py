@@ -1054,8 +1054,11 @@ class FlowSimulator:
                     self.rank_gate[:] = self.rank_gate[ranks[0]]
                 ranks = np.arange(self.p)
             st = self._state(k)
-            self.cur_step[ranks] = k
             deg = st.route.deg[ranks]
+            if not deg.any():  # none of them takes part in step k (a rooted phase's idle ranks):
+                k += 1         # on to the next, with nothing to record (set where they stop)
+                continue
+            self.cur_step[ranks] = k
             self.outstanding[ranks] = deg
             if st.n:
                 r = st.route
