@@ -220,6 +220,12 @@ relative; they are recomputed exactly every ``_RESYNC_EVERY`` recomputations) fr
 demand within 1e-9 above capacity lets its flows exceed it by at most that fraction."""
 
 _RESYNC_EVERY = 64
+SKIP_INDEX_AFTER = 16
+"""Idle steps a group of entering ranks walks one by one before the run indexes every rank's
+steps (:meth:`FlowSimulator._active_index`) and jumps: a rooted hierarchical reduce on 8,192
+ranks walked 2.1M (group, step) pairs."""
+ACTIVE_INDEX_TRANSFERS = 8_000_000
+"""Largest schedule (transfers) the run indexes by rank and step (16 bytes a transfer)."""
 """The running demand sums are recomputed exactly at every 64th max-min recomputation (adds
 and subtracts of the same values drift by about 1e-16 of the magnitudes involved, far inside
 the 1e-9 margin of ``_HOT`` over 64 recomputations' worth of changes)."""
@@ -727,6 +733,7 @@ class FlowSimulator:
         self.step_end_s = np.full(self.n_steps, -np.inf)
         self.step_count = np.zeros(self.n_steps, dtype=np.int64)
         self.barriers = {int(k): 0 for k in getattr(schedule, "barriers", ())}  # step -> ranks arrived
+        self._active = None  # (rank, step) keys of every rank's steps, sorted: built on a long skip
         self.next_gid = 0
         self._route_cache = None
         regimes = config.message_regimes
@@ -1036,6 +1043,7 @@ class FlowSimulator:
         fabric.entries += 1
         if fabric.max_work is not None:
             fabric.check_work(now)
+        skipped = 0
         while ranks.size:
             if k >= self.n_steps:
                 self.cur_step[ranks] = self.n_steps
@@ -1057,29 +1065,77 @@ class FlowSimulator:
             deg = st.route.deg[ranks]
             if not deg.any():  # none of them takes part in step k (a rooted phase's idle ranks):
                 k += 1         # on to the next, with nothing to record (set where they stop)
+                skipped += 1
+                if skipped == SKIP_INDEX_AFTER and self._active_index() is not None:
+                    ranks, k = self._jump(ranks, k, now)
+                    skipped = 0
                 continue
-            self.cur_step[ranks] = k
-            self.outstanding[ranks] = deg
-            if st.n:
-                r = st.route
-                if r.one_each:
-                    lo = r.out_ptr[ranks]
-                    outs = r.out_tr[lo[r.out_ptr[ranks + 1] > lo]]
-                    lo = r.in_ptr[ranks]
-                    ins = r.in_tr[lo[r.in_ptr[ranks + 1] > lo]]
-                else:
-                    outs = r.out_tr[_csr_rows(r.out_ptr, ranks)[0]]
-                    ins = r.in_tr[_csr_rows(r.in_ptr, ranks)[0]]
-                # receivers entering now whose sender was already in; then senders entering now
-                # whose receiver is in (possibly just now): each ready transfer is found once
-                ready_in = ins[st.src_in[ins]]
-                st.dst_in[ins] = True
-                st.src_in[outs] = True
-                ready_out = outs[st.dst_in[outs]]
-                if ready_in.size or ready_out.size:
-                    self._start(st, ready_in, ready_out, now)
-            ranks = ranks[deg == 0]
+            idle = deg == 0
+            self._take_part(st, ranks[~idle] if idle.any() else ranks, k, now)
+            ranks = ranks[idle]
             k += 1
+
+    def _active_index(self) -> np.ndarray | None:
+        """Every (rank, step) in which the rank takes part, as sorted keys ``rank * (n_steps + 1)
+        + step``; built once, on the first long run of idle steps, for schedules of at most
+        :data:`ACTIVE_INDEX_TRANSFERS` transfers (None above: the idle steps are walked)."""
+        if self._active is None:
+            steps, width, keys, total = self.schedule.steps, self.n_steps + 1, [], 0
+            for k in range(self.n_steps):
+                step = steps[k]
+                total += len(step)
+                if total > ACTIVE_INDEX_TRANSFERS:
+                    self._active = False
+                    return None
+                if len(step):
+                    keys.append(np.concatenate([step.src, step.dst]).astype(np.int64) * width + k)
+            self._active = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        return None if self._active is False else self._active
+
+    def _jump(self, ranks: np.ndarray, k: int, now: float):
+        """Ranks idle from step k on: each goes to the next step it takes part in, or to the next
+        pending barrier, or past the last step, whichever comes first. Those that stop before
+        the last such step enter theirs here, step by step in increasing order, as the walk
+        would have; the last group is returned ``(ranks, step)`` for the caller to go on with."""
+        width = self.n_steps + 1
+        keys = self._active
+        want = ranks * width + k
+        pos = np.searchsorted(keys, want)
+        found = np.minimum(pos, len(keys) - 1) if len(keys) else pos
+        mine = (pos < len(keys)) & (keys[found] // width == ranks) if len(keys) else np.zeros(len(ranks), bool)
+        nxt = np.where(mine, keys[found] - ranks * width if len(keys) else 0, self.n_steps)
+        gates = [b for b in self.barriers if b >= k]
+        if gates:
+            nxt = np.minimum(nxt, min(gates))
+        order = np.argsort(nxt, kind="stable")
+        ranks, nxt = ranks[order], nxt[order]
+        cuts = np.flatnonzero(np.diff(nxt)) + 1
+        groups = np.split(np.arange(len(ranks)), cuts)
+        for g in groups[:-1]:  # each takes part in its step (it is not a barrier nor the end)
+            kk = int(nxt[g[0]])
+            self._take_part(self._state(kk), ranks[g], kk, now)
+        last = groups[-1]
+        return ranks[last], int(nxt[last[0]])
+
+    def _take_part(self, st: _StepState, ranks: np.ndarray, k: int, now: float) -> None:
+        """Ranks that all take part in step k enter it (the walk's step body for them)."""
+        self.cur_step[ranks] = k
+        self.outstanding[ranks] = st.route.deg[ranks]
+        r = st.route
+        if r.one_each:
+            lo = r.out_ptr[ranks]
+            outs = r.out_tr[lo[r.out_ptr[ranks + 1] > lo]]
+            lo = r.in_ptr[ranks]
+            ins = r.in_tr[lo[r.in_ptr[ranks + 1] > lo]]
+        else:
+            outs = r.out_tr[_csr_rows(r.out_ptr, ranks)[0]]
+            ins = r.in_tr[_csr_rows(r.in_ptr, ranks)[0]]
+        ready_in = ins[st.src_in[ins]]
+        st.dst_in[ins] = True
+        st.src_in[outs] = True
+        ready_out = outs[st.dst_in[outs]]
+        if ready_in.size or ready_out.size:
+            self._start(st, ready_in, ready_out, now)
 
     def _start(self, st: _StepState, ready_in, ready_out, now):
         idx = np.concatenate([ready_in, ready_out]) if ready_in.size and ready_out.size else (
