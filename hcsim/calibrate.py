@@ -99,25 +99,37 @@ NCCL_SIMPLE_LATENCY_RATIO = {"nvlink": 3.4 / 0.6, "net": 14.0 / 2.7}
 (NVIDIA/nccl src/graph/tuning.cc, the same version)."""
 
 
-def nccl_protocol_regimes(hop: str):
+def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     """NCCL's two protocols as message regimes, for :func:`calibrate`'s ``regimes``.
 
     The fitted per-step overhead is LL's step; below the crossover a message runs LL (that
-    overhead, :data:`NCCL_LL_EFFICIENCY` of the rate), above it Simple (the overhead times
+    overhead, ``ll_efficiency`` of the rate), above it Simple (the overhead times
     :data:`NCCL_SIMPLE_LATENCY_RATIO` for ``hop``, ``"nvlink"`` or ``"net"``, the full rate).
     The crossover is where the two cost one message alike on the fitted link rate, as NCCL's
     tuner picks the faster protocol: ``m* = (r - 1) a B e / (1 - e)``. LL128 is left out (NCCL
     enables it by default only on NVLink-only paths of some GPUs).
+
+    Parameters
+    ----------
+    hop : {"nvlink", "net"}
+        The hop NCCL's ring steps cross (its ``hwLat`` row).
+    ll_efficiency : float
+        LL's share of Simple's rate, in (0, 1): :data:`NCCL_LL_EFFICIENCY` (NCCL's ``busBw / 4``)
+        unless NCCL's absolute LL cap binds first (:func:`hcsim.corpus.nccl_ll_efficiency`).
 
     Examples
     --------
     >>> reg = nccl_protocol_regimes("net")(10e-6, 25e9)
     >>> reg.from_bytes[1], reg.efficiency
     (348765, (0.25, 1.0))
+    >>> nccl_protocol_regimes("net", 0.125)(10e-6, 25e9).from_bytes[1]
+    149470
     """
     from .engine.regimes import MessageRegimes
 
-    r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], NCCL_LL_EFFICIENCY
+    if isinstance(ll_efficiency, bool) or not isinstance(ll_efficiency, numbers.Real) or not 0 < ll_efficiency < 1:
+        raise bad_value("ll_efficiency", ll_efficiency, "a number between 0 and 1 (LL's share of Simple's rate)")
+    r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], float(ll_efficiency)
 
     def build(step_overhead_s: float, link_Bps: float):
         threshold = max(1, int((r - 1) * step_overhead_s * link_Bps * e / (1 - e)))

@@ -66,6 +66,8 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
         df = df.assign(file=e["file"])
         s = systems.setdefault(e["system"], {"system": e["system"], "topology": root / e["topology"],
                                              "transport": e.get("transport"), "entries": [], "frames": []})
+        if e.get("nccl_ll_max_GBps") is not None:
+            s["nccl_ll_max_GBps"] = float(e["nccl_ll_max_GBps"])
         s["entries"].append(e)
         s["frames"].append(df)
     out = []
@@ -234,12 +236,60 @@ node's memory (its copies and reductions), a rate no spec gives, while the node'
 rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
 
 
-def transport_regimes(transport: str | None):
-    """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
-    from .calibrate import nccl_protocol_regimes
+def transport_regimes(transport: str | None, ll_efficiency: float | None = None):
+    """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None;
+    ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
+    from .calibrate import NCCL_LL_EFFICIENCY, nccl_protocol_regimes
 
     key = (transport or "").split()[0] if transport else None
-    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key]) if key in TRANSPORT_REGIMES else None
+    if key not in TRANSPORT_REGIMES:
+        return None
+    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key], NCCL_LL_EFFICIENCY if ll_efficiency is None else ll_efficiency)
+
+
+def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_bytes: int, time_us: float) -> float:
+    """LL's share of Simple's rate on a system whose NCCL caps LL's bandwidth, from its largest
+    calibration point.
+
+    NCCL's tuner prices a ring under LL at bus bandwidth ``min(llMaxBw, busBw / 4)``
+    (``ncclTopoTuneModel``, NVIDIA/nccl src/graph/tuning.cc; some later versions ``busBw / 2``):
+    a quarter of Simple's rate (:data:`hcsim.calibrate.NCCL_LL_EFFICIENCY`) unless the absolute
+    cap ``llMaxBw`` (``llMaxBws``: on one node by GPU generation, on 2 or more by the hosts' CPU
+    vendor and node count: 39.0 GB/s for Intel hosts on 2 nodes) binds first. The regimes are
+    shares of the calibrated rate, so the cap becomes a share too: NCCL's LL algorithm bandwidth
+    (the cap over the ring's bus factor, nccl-tests' ``busbw / algbw``, the inverse of NCCL's
+    ``nRanks / nsteps``) over the algorithm bandwidth of the largest calibration point, which
+    runs Simple and which the fit reproduces. No parameter is fitted: the cap is NCCL's
+    constant and the point is one the fit uses anyway.
+
+    Parameters
+    ----------
+    ll_max_GBps : float
+        NCCL's ``llMaxBw`` for the system (GB/s, bus bandwidth), as its corpus entry cites it.
+    collective, ranks, size_bytes, time_us
+        The largest calibration point.
+
+    Returns
+    -------
+    float
+        ``min(NCCL_LL_EFFICIENCY, (ll_max / bus_factor) / (size / time))``.
+
+    Examples
+    --------
+    A3 Mega's 8 GiB allreduce on 16 GPUs (47535 us; 181 GB/s of algorithm bandwidth) against
+    NCCL's 39 GB/s LL cap on 2 Intel nodes (20.8 GB/s of algorithm bandwidth):
+
+    >>> round(nccl_ll_efficiency(39.0, "allreduce", 16, 8 << 30, 47535.0), 4)
+    0.1151
+    >>> nccl_ll_efficiency(282.0, "allreduce", 72, 8 << 30, 20299.0)  # GB200: the cap does not bind
+    0.25
+    """
+    from .algorithms.schedule import BUSBW_FACTOR
+    from .calibrate import NCCL_LL_EFFICIENCY
+
+    ll_algbw = ll_max_GBps * 1e9 / BUSBW_FACTOR[collective](ranks)
+    algbw = size_bytes / (time_us * 1e-6)
+    return float(min(NCCL_LL_EFFICIENCY, ll_algbw / algbw))
 
 
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
@@ -259,13 +309,14 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     step overhead and the rate of the link class that explains the two points, the ranks' own
     links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
-    is fitted with them.
+    is fitted with them, LL's share lowered where the system's corpus entry gives NCCL's absolute
+    LL cap (``nccl_ll_max_GBps``, :func:`nccl_ll_efficiency`).
 
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
     from .calibrate import calibrate
     from .topology.io import load_topology
-    from .validate import validate_measured
+    from .validate import measured_ranks, validate_measured
 
     measured = system["measured"]
     cal = calibration_points(measured)
@@ -276,7 +327,12 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
             measured = (_selected(measured, system["topology"]) if algorithm == "selected"
                         else _library(measured, system["topology"], system.get("transport")))
     if regimes and fit == "bottleneck" and transport_regimes(system.get("transport")) is not None:
-        calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
+        ll = None
+        big = measured.loc[max(cal, key=lambda i: measured.loc[i, "size_bytes"])]
+        if system.get("nccl_ll_max_GBps") is not None and measured_ranks(big):  # NCCL's LL cap (nccl_ll_efficiency)
+            ll = nccl_ll_efficiency(system["nccl_ll_max_GBps"], big["collective"], measured_ranks(big),
+                                    int(big["size_bytes"]), float(big["time_us"]))
+        calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"], ll)}
     library = (system.get("transport") or "").split()[:1]
     if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
         calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
