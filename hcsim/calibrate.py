@@ -181,7 +181,7 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
               max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None,
-              prefer_rank_links: bool = False):
+              prefer_rank_links: bool = False, fixed_cost: str = "step"):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -241,6 +241,14 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         slow over a 25 Gb/s port as over 100 Gb/s InfiniBand). Not for accelerators, whose own
         links (NVLink, HCCS) have line rates too: a NIC-bound GPU ring would be charged to its
         NVLink. Default False.
+    fixed_cost : {"step", "launch"}
+        With ``fit="bottleneck"``, which fixed cost is the second parameter. ``"step"`` (default):
+        the per-step overhead. ``"launch"``: the launch overhead, one per call (the common one set,
+        each per-collective one scaled with it), the per-step overhead kept as the topology gives
+        it: for a library whose per-step costs are its own cited constants (HCCL's notify and
+        SDMA task costs) and whose floor above them is paid once per call (HCCL's HOST-mode
+        launch), so that a collective of more steps does not pay a small point's whole floor
+        again in every step.
 
     Returns
     -------
@@ -274,6 +282,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("fit", fit, "tiers or bottleneck")
     if not isinstance(prefer_rank_links, (bool, np.bool_)) or (prefer_rank_links and fit != "bottleneck"):
         raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
+    if fixed_cost not in ("step", "launch") or (fixed_cost == "launch" and fit != "bottleneck"):
+        raise bad_value("fixed_cost", fixed_cost, "step or launch; launch only with fit='bottleneck'")
     if regimes is not None and (fit != "bottleneck" or not callable(regimes)):
         raise bad_value("regimes", regimes, "a callable (step_overhead_s, link_Bps) -> MessageRegimes, "
                         "with fit='bottleneck'")
@@ -349,11 +359,17 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
 
         def unpack(x):
             x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
+            if fixed_cost == "launch":  # the launch fitted, the step as built
+                return {klass[0]: float(np.exp(x[0]))}, float(d0.step_overhead_s), float(np.exp(x[1]))
             return {klass[0]: float(np.exp(x[0]))}, float(base_step * np.exp(x[1])), 1.0
 
         def build(x):
-            scale, step, _ = unpack(x)
+            scale, step, f = unpack(x)
             out = class_scaled(topo, klass, scale[klass[0]], step)
+            if fixed_cost == "launch":
+                out.defaults = dataclasses.replace(
+                    out.defaults, launch_overhead_s=launch0 * f,
+                    launch_overhead_by_collective_s=tuple((c, v * f) for c, v in d0.launch_overhead_by_collective_s))
             if regimes is not None:
                 out.defaults = dataclasses.replace(out.defaults,
                                                    message_regimes=regimes(step, klass[1] * scale[klass[0]]))
@@ -407,8 +423,9 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     fitted = build(x)
     if not topo.name.endswith("-calibrated"):
         fitted.name = f"{topo.name}-calibrated"
-    launch_us = (d0.launch_overhead_s if klass else launch0 * f) * 1e6
+    launch_us = (d0.launch_overhead_s if klass and fixed_cost == "step" else launch0 * f) * 1e6
     report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
+              "fixed_cost": fixed_cost,
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,

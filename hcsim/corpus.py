@@ -11,8 +11,9 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
    of the system's first file, and of that sweep its smallest and its largest size (one
    latency-dominated and one bandwidth-dominated point wherever the sweep reaches small sizes);
 2. calibrates the topology on those two points with :func:`hcsim.calibrate.calibrate`,
-   ``fit="bottleneck"``: two parameters for two points, the per-step overhead and the rate of
-   one class of links (the one that explains the points best), every other link as built;
+   ``fit="bottleneck"``: two parameters for two points, the per-step overhead (on HCCL the
+   launch overhead, :data:`LAUNCH_FIT_TRANSPORTS`) and the rate of one class of links (the one
+   that explains the points best), every other link as built;
 3. predicts every other row with the algorithm that ran where the file says
    (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
    (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`; for Intel MPI, whose rules are
@@ -236,6 +237,15 @@ node's memory (its copies and reductions), a rate no spec gives, while the node'
 rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
 
 
+LAUNCH_FIT_TRANSPORTS = ("hccl",)
+"""Transports whose calibration fits the launch overhead, not the per-step overhead
+(``calibrate(fixed_cost="launch")``): HCCL's per-step device costs are its own constants, which
+the spec topology carries (notify record 1 us + wait 0.02 us a step, SDMA task 0.6 us on each
+link: hcomm task_profiling.h), and what a small call takes above them is paid once per call (its
+HOST-mode, op-by-op launch), as ``topologies/atlas800t-a2.yaml`` models it; fitted as a step
+overhead, a 2-NPU point-to-point floor would be paid again in every step of a longer collective."""
+
+
 def transport_regimes(transport: str | None, ll_efficiency: float | None = None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None;
     ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
@@ -307,7 +317,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
     step overhead and the rate of the link class that explains the two points, the ranks' own
-    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`); with
+    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`; on HCCL the
+    launch overhead in place of the per-step one, :data:`LAUNCH_FIT_TRANSPORTS`); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
     is fitted with them, LL's share lowered where the system's corpus entry gives NCCL's absolute
     LL cap (``nccl_ll_max_GBps``, :func:`nccl_ll_efficiency`).
@@ -336,6 +347,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     library = (system.get("transport") or "").split()[:1]
     if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
         calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
+    if fit == "bottleneck" and library and library[0] in LAUNCH_FIT_TRANSPORTS:
+        calibrate_kwargs = {"fixed_cost": "launch", **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     rows = validate_measured(measured, fitted, algorithm=algo)
