@@ -99,25 +99,37 @@ NCCL_SIMPLE_LATENCY_RATIO = {"nvlink": 3.4 / 0.6, "net": 14.0 / 2.7}
 (NVIDIA/nccl src/graph/tuning.cc, the same version)."""
 
 
-def nccl_protocol_regimes(hop: str):
+def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     """NCCL's two protocols as message regimes, for :func:`calibrate`'s ``regimes``.
 
     The fitted per-step overhead is LL's step; below the crossover a message runs LL (that
-    overhead, :data:`NCCL_LL_EFFICIENCY` of the rate), above it Simple (the overhead times
+    overhead, ``ll_efficiency`` of the rate), above it Simple (the overhead times
     :data:`NCCL_SIMPLE_LATENCY_RATIO` for ``hop``, ``"nvlink"`` or ``"net"``, the full rate).
     The crossover is where the two cost one message alike on the fitted link rate, as NCCL's
     tuner picks the faster protocol: ``m* = (r - 1) a B e / (1 - e)``. LL128 is left out (NCCL
     enables it by default only on NVLink-only paths of some GPUs).
+
+    Parameters
+    ----------
+    hop : {"nvlink", "net"}
+        The hop NCCL's ring steps cross (its ``hwLat`` row).
+    ll_efficiency : float
+        LL's share of Simple's rate, in (0, 1): :data:`NCCL_LL_EFFICIENCY` (NCCL's ``busBw / 4``)
+        unless NCCL's absolute LL cap binds first (:func:`hcsim.corpus.nccl_ll_efficiency`).
 
     Examples
     --------
     >>> reg = nccl_protocol_regimes("net")(10e-6, 25e9)
     >>> reg.from_bytes[1], reg.efficiency
     (348765, (0.25, 1.0))
+    >>> nccl_protocol_regimes("net", 0.125)(10e-6, 25e9).from_bytes[1]
+    149470
     """
     from .engine.regimes import MessageRegimes
 
-    r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], NCCL_LL_EFFICIENCY
+    if isinstance(ll_efficiency, bool) or not isinstance(ll_efficiency, numbers.Real) or not 0 < ll_efficiency < 1:
+        raise bad_value("ll_efficiency", ll_efficiency, "a number between 0 and 1 (LL's share of Simple's rate)")
+    r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], float(ll_efficiency)
 
     def build(step_overhead_s: float, link_Bps: float):
         threshold = max(1, int((r - 1) * step_overhead_s * link_Bps * e / (1 - e)))
@@ -169,7 +181,7 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
               max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None,
-              prefer_rank_links: bool = False):
+              prefer_rank_links: bool = False, fixed_cost: str = "step"):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -229,6 +241,14 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         slow over a 25 Gb/s port as over 100 Gb/s InfiniBand). Not for accelerators, whose own
         links (NVLink, HCCS) have line rates too: a NIC-bound GPU ring would be charged to its
         NVLink. Default False.
+    fixed_cost : {"step", "launch"}
+        With ``fit="bottleneck"``, which fixed cost is the second parameter. ``"step"`` (default):
+        the per-step overhead. ``"launch"``: the launch overhead, one per call (the common one set,
+        each per-collective one scaled with it), the per-step overhead kept as the topology gives
+        it: for a library whose per-step costs are its own cited constants (HCCL's notify and
+        SDMA task costs) and whose floor above them is paid once per call (HCCL's HOST-mode
+        launch), so that a collective of more steps does not pay a small point's whole floor
+        again in every step.
 
     Returns
     -------
@@ -262,6 +282,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("fit", fit, "tiers or bottleneck")
     if not isinstance(prefer_rank_links, (bool, np.bool_)) or (prefer_rank_links and fit != "bottleneck"):
         raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
+    if fixed_cost not in ("step", "launch") or (fixed_cost == "launch" and fit != "bottleneck"):
+        raise bad_value("fixed_cost", fixed_cost, "step or launch; launch only with fit='bottleneck'")
     if regimes is not None and (fit != "bottleneck" or not callable(regimes)):
         raise bad_value("regimes", regimes, "a callable (step_overhead_s, link_Bps) -> MessageRegimes, "
                         "with fit='bottleneck'")
@@ -337,11 +359,17 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
 
         def unpack(x):
             x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
+            if fixed_cost == "launch":  # the launch fitted, the step as built
+                return {klass[0]: float(np.exp(x[0]))}, float(d0.step_overhead_s), float(np.exp(x[1]))
             return {klass[0]: float(np.exp(x[0]))}, float(base_step * np.exp(x[1])), 1.0
 
         def build(x):
-            scale, step, _ = unpack(x)
+            scale, step, f = unpack(x)
             out = class_scaled(topo, klass, scale[klass[0]], step)
+            if fixed_cost == "launch":
+                out.defaults = dataclasses.replace(
+                    out.defaults, launch_overhead_s=launch0 * f,
+                    launch_overhead_by_collective_s=tuple((c, v * f) for c, v in d0.launch_overhead_by_collective_s))
             if regimes is not None:
                 out.defaults = dataclasses.replace(out.defaults,
                                                    message_regimes=regimes(step, klass[1] * scale[klass[0]]))
@@ -395,8 +423,9 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     fitted = build(x)
     if not topo.name.endswith("-calibrated"):
         fitted.name = f"{topo.name}-calibrated"
-    launch_us = (d0.launch_overhead_s if klass else launch0 * f) * 1e6
+    launch_us = (d0.launch_overhead_s if klass and fixed_cost == "step" else launch0 * f) * 1e6
     report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
+              "fixed_cost": fixed_cost,
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,

@@ -11,8 +11,9 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
    of the system's first file, and of that sweep its smallest and its largest size (one
    latency-dominated and one bandwidth-dominated point wherever the sweep reaches small sizes);
 2. calibrates the topology on those two points with :func:`hcsim.calibrate.calibrate`,
-   ``fit="bottleneck"``: two parameters for two points, the per-step overhead and the rate of
-   one class of links (the one that explains the points best), every other link as built;
+   ``fit="bottleneck"``: two parameters for two points, the per-step overhead (on HCCL the
+   launch overhead, :data:`LAUNCH_FIT_TRANSPORTS`) and the rate of one class of links (the one
+   that explains the points best), every other link as built;
 3. predicts every other row with the algorithm that ran where the file says
    (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
    (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`; for Intel MPI, whose rules are
@@ -66,6 +67,8 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
         df = df.assign(file=e["file"])
         s = systems.setdefault(e["system"], {"system": e["system"], "topology": root / e["topology"],
                                              "transport": e.get("transport"), "entries": [], "frames": []})
+        if e.get("nccl_ll_max_GBps") is not None:
+            s["nccl_ll_max_GBps"] = float(e["nccl_ll_max_GBps"])
         s["entries"].append(e)
         s["frames"].append(df)
     out = []
@@ -234,12 +237,69 @@ node's memory (its copies and reductions), a rate no spec gives, while the node'
 rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
 
 
-def transport_regimes(transport: str | None):
-    """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
-    from .calibrate import nccl_protocol_regimes
+LAUNCH_FIT_TRANSPORTS = ("hccl",)
+"""Transports whose calibration fits the launch overhead, not the per-step overhead
+(``calibrate(fixed_cost="launch")``): HCCL's per-step device costs are its own constants, which
+the spec topology carries (notify record 1 us + wait 0.02 us a step, SDMA task 0.6 us on each
+link: hcomm task_profiling.h), and what a small call takes above them is paid once per call (its
+HOST-mode, op-by-op launch), as ``topologies/atlas800t-a2.yaml`` models it; fitted as a step
+overhead, a 2-NPU point-to-point floor would be paid again in every step of a longer collective."""
+
+
+def transport_regimes(transport: str | None, ll_efficiency: float | None = None):
+    """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None;
+    ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
+    from .calibrate import NCCL_LL_EFFICIENCY, nccl_protocol_regimes
 
     key = (transport or "").split()[0] if transport else None
-    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key]) if key in TRANSPORT_REGIMES else None
+    if key not in TRANSPORT_REGIMES:
+        return None
+    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key], NCCL_LL_EFFICIENCY if ll_efficiency is None else ll_efficiency)
+
+
+def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_bytes: int, time_us: float) -> float:
+    """LL's share of Simple's rate on a system whose NCCL caps LL's bandwidth, from its largest
+    calibration point.
+
+    NCCL's tuner prices a ring under LL at bus bandwidth ``min(llMaxBw, busBw / 4)``
+    (``ncclTopoTuneModel``, NVIDIA/nccl src/graph/tuning.cc; some later versions ``busBw / 2``):
+    a quarter of Simple's rate (:data:`hcsim.calibrate.NCCL_LL_EFFICIENCY`) unless the absolute
+    cap ``llMaxBw`` (``llMaxBws``: on one node by GPU generation, on 2 or more by the hosts' CPU
+    vendor and node count: 39.0 GB/s for Intel hosts on 2 nodes) binds first. The regimes are
+    shares of the calibrated rate, so the cap becomes a share too: NCCL's LL algorithm bandwidth
+    (the cap over the ring's bus factor, nccl-tests' ``busbw / algbw``, the inverse of NCCL's
+    ``nRanks / nsteps``) over the algorithm bandwidth of the largest calibration point, which
+    runs Simple and which the fit reproduces. No parameter is fitted: the cap is NCCL's
+    constant and the point is one the fit uses anyway.
+
+    Parameters
+    ----------
+    ll_max_GBps : float
+        NCCL's ``llMaxBw`` for the system (GB/s, bus bandwidth), as its corpus entry cites it.
+    collective, ranks, size_bytes, time_us
+        The largest calibration point.
+
+    Returns
+    -------
+    float
+        ``min(NCCL_LL_EFFICIENCY, (ll_max / bus_factor) / (size / time))``.
+
+    Examples
+    --------
+    A3 Mega's 8 GiB allreduce on 16 GPUs (47535 us; 181 GB/s of algorithm bandwidth) against
+    NCCL's 39 GB/s LL cap on 2 Intel nodes (20.8 GB/s of algorithm bandwidth):
+
+    >>> round(nccl_ll_efficiency(39.0, "allreduce", 16, 8 << 30, 47535.0), 4)
+    0.1151
+    >>> nccl_ll_efficiency(282.0, "allreduce", 72, 8 << 30, 20299.0)  # GB200: the cap does not bind
+    0.25
+    """
+    from .algorithms.schedule import BUSBW_FACTOR
+    from .calibrate import NCCL_LL_EFFICIENCY
+
+    ll_algbw = ll_max_GBps * 1e9 / BUSBW_FACTOR[collective](ranks)
+    algbw = size_bytes / (time_us * 1e-6)
+    return float(min(NCCL_LL_EFFICIENCY, ll_algbw / algbw))
 
 
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
@@ -257,15 +317,17 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
     step overhead and the rate of the link class that explains the two points, the ranks' own
-    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`); with
+    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`; on HCCL the
+    launch overhead in place of the per-step one, :data:`LAUNCH_FIT_TRANSPORTS`); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
-    is fitted with them.
+    is fitted with them, LL's share lowered where the system's corpus entry gives NCCL's absolute
+    LL cap (``nccl_ll_max_GBps``, :func:`nccl_ll_efficiency`).
 
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
     from .calibrate import calibrate
     from .topology.io import load_topology
-    from .validate import validate_measured
+    from .validate import measured_ranks, validate_measured
 
     measured = system["measured"]
     cal = calibration_points(measured)
@@ -276,10 +338,17 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
             measured = (_selected(measured, system["topology"]) if algorithm == "selected"
                         else _library(measured, system["topology"], system.get("transport")))
     if regimes and fit == "bottleneck" and transport_regimes(system.get("transport")) is not None:
-        calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
+        ll = None
+        big = measured.loc[max(cal, key=lambda i: measured.loc[i, "size_bytes"])]
+        if system.get("nccl_ll_max_GBps") is not None and measured_ranks(big):  # NCCL's LL cap (nccl_ll_efficiency)
+            ll = nccl_ll_efficiency(system["nccl_ll_max_GBps"], big["collective"], measured_ranks(big),
+                                    int(big["size_bytes"]), float(big["time_us"]))
+        calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"], ll)}
     library = (system.get("transport") or "").split()[:1]
     if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
         calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
+    if fit == "bottleneck" and library and library[0] in LAUNCH_FIT_TRANSPORTS:
+        calibrate_kwargs = {"fixed_cost": "launch", **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     rows = validate_measured(measured, fitted, algorithm=algo)

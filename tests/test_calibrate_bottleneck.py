@@ -179,3 +179,33 @@ def test_prefer_rank_links_is_checked():
         calibrate(base, pts, prefer_rank_links=True)  # only with fit="bottleneck"
     with pytest.raises(HcsimError, match="prefer_rank_links"):
         calibrate(base, pts, fit="bottleneck", prefer_rank_links="yes")
+
+
+def test_fixed_cost_launch_fits_a_per_call_cost_and_keeps_the_step():
+    """``fixed_cost="launch"``: two 2-rank points made with a 20 us launch and a 1 us step give the
+    launch back, the step as built and the link rate; a 2-step collective then pays the launch
+    once, where the default (the fixed cost as a step overhead) pays it in both steps."""
+    import dataclasses
+
+    from hcsim.errors import HcsimError
+    from hcsim.topology import single_switch
+
+    base = single_switch(8, 10e9, tier="hccs")
+    base.defaults = dataclasses.replace(base.defaults, step_overhead_s=1e-6, launch_overhead_s=0.0)
+    truth = class_scaled(base, ("hccs", 10e9), 0.5, 1e-6)
+    truth.defaults = dataclasses.replace(truth.defaults, launch_overhead_s=20e-6)
+    pts = pd.DataFrame({"collective": "sendrecv", "algorithm": "ring", "ranks": 2, "size_bytes": [8, 1 << 30]})
+    pts["time_us"] = [hcsim.simulate(truth, "sendrecv", n, "ring", ranks=2).time_us for n in pts.size_bytes]
+    fitted, rep = calibrate(base, pts, fit="bottleneck", fixed_cost="launch")
+    assert rep["rms_log_error_after"] < 1e-4
+    assert rep["launch_overhead_us"] == pytest.approx(20.0, rel=0.02)
+    assert rep["step_overhead_us"] == pytest.approx(1.0)
+    assert rep["link_scale"] == {"hccs@10GBps": pytest.approx(0.5, rel=0.02)}
+    want = hcsim.simulate(truth, "allreduce", 1024, "reduce_bcast").time_us  # 2 steps
+    assert hcsim.simulate(fitted, "allreduce", 1024, "reduce_bcast").time_us == pytest.approx(want, rel=0.02)
+    per_step, _ = calibrate(base, pts, fit="bottleneck")
+    assert hcsim.simulate(per_step, "allreduce", 1024, "reduce_bcast").time_us > 1.5 * want
+    with pytest.raises(HcsimError, match="fixed_cost"):
+        calibrate(base, pts, fixed_cost="launch")  # only with fit="bottleneck"
+    with pytest.raises(HcsimError, match="fixed_cost"):
+        calibrate(base, pts, fit="bottleneck", fixed_cost="both")

@@ -44,3 +44,15 @@ def test_point_to_point():
     large = hcsim.simulate("atlas800t-a2", "sendrecv", 1 << 30, ranks=2)
     assert small.time_us == pytest.approx(float(r["p2p_small"]["time_us"]), rel=0.30)
     assert large.time_us == pytest.approx(float(r["p2p_large"]["time_us"]), rel=0.15)
+
+
+def test_allreduce_launch_fits_the_algorithm_hccl_runs():
+    """The AllReduce launch cost is the 64 KiB floor minus the simulated steps of what HCCL runs
+    there, its small-count reduce_bcast (two steps of the whole buffer): the floor is reproduced
+    with that algorithm, and the launch is the file's default for unmeasured operators."""
+    r = rows()["allreduce_floor"]
+    sim = hcsim.simulate("atlas800t-a2", "allreduce", int(r["bytes"]), "auto")
+    assert sim.algorithm == "reduce_bcast"
+    assert sim.time_us == pytest.approx(float(r["time_us"]), rel=0.01)
+    topo = hcsim.load_topology("atlas800t-a2")
+    assert topo.defaults.launch_for("broadcast") == topo.defaults.launch_for("allreduce")
