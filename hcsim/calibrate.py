@@ -75,6 +75,41 @@ of the ranks' own links only when it leaves an RMS log error lower by more than 
 both fit the points, the ranks' own rate is fitted and the network keeps its spec rates."""
 
 
+RANK_REDUCE_RATIO = 4.0
+"""With ``rank_reduce_ratio``, the rate at which a CPU rank reduces what it receives, as a multiple
+of its own link's rate (its transfer rate through the node's memory). A shared-memory transfer
+is a copy in and a copy out (the sender reads its buffer and writes the shared segment, the
+receiver reads the segment and writes its buffer: four memory streams a byte, as STREAM counts
+a Copy as a read and a write); reducing the received block into the destination instead of
+copying it there adds one stream (the destination is read as well: a STREAM Add reads two and
+writes one), a quarter of the transfer's, with the block just received still in cache. So a
+rank reduces at four times its transfer rate, and a reduce-scatter step costs 1.25 times a copy
+step. Used by the corpus for MPI ranks (:data:`hcsim.corpus.CPU_RANK_TRANSPORTS`)."""
+
+
+def with_rank_reduce(topo, ratio: float):
+    """``topo`` with every NPU's ``reduce_Bps`` set to ``ratio`` times the rate of its own
+    link (the slowest link leaving it), in place; returns it. A CPU rank's link stands for its
+    transfers through its node's memory, and its reductions go through the same memory
+    (:data:`RANK_REDUCE_RATIO`).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> t = with_rank_reduce(single_switch(2, 1e9), 4.0)
+    >>> t.npu_spec(t.npus[0]).reduce_Bps
+    4000000000.0
+    """
+    g = topo.graph
+    for n, d in g.nodes(data=True):
+        if d.get("kind") != "npu":
+            continue
+        rates = [e["spec"].bandwidth_Bps for _, _, e in g.out_edges(n, data=True)]
+        if rates:
+            d["spec"] = dataclasses.replace(d["spec"], reduce_Bps=ratio * min(rates))
+    return topo
+
+
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
@@ -169,7 +204,7 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
               max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None,
-              prefer_rank_links: bool = False):
+              prefer_rank_links: bool = False, rank_reduce_ratio: float | None = None):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -229,6 +264,12 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         slow over a 25 Gb/s port as over 100 Gb/s InfiniBand). Not for accelerators, whose own
         links (NVLink, HCCS) have line rates too: a NIC-bound GPU ring would be charged to its
         NVLink. Default False.
+    rank_reduce_ratio : float, optional
+        With ``fit="bottleneck"``, for CPU ranks: every candidate the fit tries (and the result)
+        has its ranks reduce at this multiple of their own link's rate (:func:`with_rank_reduce`,
+        :data:`RANK_REDUCE_RATIO`), so a reducing point's time is split between the ranks'
+        transfers and their reductions and the fitted rate is the transfer rate alone. None
+        (default): the topology's own reduction rates.
 
     Returns
     -------
@@ -262,6 +303,12 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("fit", fit, "tiers or bottleneck")
     if not isinstance(prefer_rank_links, (bool, np.bool_)) or (prefer_rank_links and fit != "bottleneck"):
         raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
+    if rank_reduce_ratio is not None and (fit != "bottleneck" or isinstance(rank_reduce_ratio, bool)
+                                          or not isinstance(rank_reduce_ratio, numbers.Real)
+                                          or not 1e-3 <= rank_reduce_ratio <= 1e3):
+        raise bad_value("rank_reduce_ratio", rank_reduce_ratio,
+                        "a number from 1e-3 to 1e3 (the ranks' reduction rate over their link rate), with "
+                        "fit='bottleneck'; or None")
     if regimes is not None and (fit != "bottleneck" or not callable(regimes)):
         raise bad_value("regimes", regimes, "a callable (step_overhead_s, link_Bps) -> MessageRegimes, "
                         "with fit='bottleneck'")
@@ -342,6 +389,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         def build(x):
             scale, step, _ = unpack(x)
             out = class_scaled(topo, klass, scale[klass[0]], step)
+            if rank_reduce_ratio is not None:
+                with_rank_reduce(out, float(rank_reduce_ratio))
             if regimes is not None:
                 out.defaults = dataclasses.replace(out.defaults,
                                                    message_regimes=regimes(step, klass[1] * scale[klass[0]]))
@@ -397,6 +446,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         fitted.name = f"{topo.name}-calibrated"
     launch_us = (d0.launch_overhead_s if klass else launch0 * f) * 1e6
     report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
+              "rank_reduce_ratio": rank_reduce_ratio,
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,

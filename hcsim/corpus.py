@@ -231,7 +231,9 @@ about 41,000 units each (12M); a user's ``calibrate`` keeps :data:`hcsim.limits.
 CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi")
 """Transports whose ranks are CPU processes: their own links stand for each rank's share of its
 node's memory (its copies and reductions), a rate no spec gives, while the node's NIC has a line
-rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
+rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`), and their
+reductions go through the same memory, at :data:`hcsim.calibrate.RANK_REDUCE_RATIO` times their transfer
+rate (``rank_reduce_ratio``)."""
 
 
 def transport_regimes(transport: str | None):
@@ -257,13 +259,14 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
     step overhead and the rate of the link class that explains the two points, the ranks' own
-    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`); with
+    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`, whose
+    reductions are charged at :data:`hcsim.calibrate.RANK_REDUCE_RATIO` times that rate); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
     is fitted with them.
 
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
-    from .calibrate import calibrate
+    from .calibrate import RANK_REDUCE_RATIO, calibrate
     from .topology.io import load_topology
     from .validate import validate_measured
 
@@ -279,7 +282,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"])}
     library = (system.get("transport") or "").split()[:1]
     if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
-        calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
+        calibrate_kwargs = {"prefer_rank_links": True, "rank_reduce_ratio": RANK_REDUCE_RATIO, **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     rows = validate_measured(measured, fitted, algorithm=algo)
