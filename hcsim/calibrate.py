@@ -162,6 +162,58 @@ def nccl_protocol_regimes(hop: str):
     return build
 
 
+UCX_RNDV_SEND_NBR_THRESH = 256 * 1024
+"""The message size from which UCX sends a ``ucp_tag_send_nbr()`` message by rendezvous instead of
+eagerly: ``RNDV_SEND_NBR_THRESH``, default "256k", "Threshold for switching from eager to rendezvous
+protocol in ucp_tag_send_nbr()" (openucx/ucx src/ucp/core/ucp_context.c, the configuration table of
+the 1.x releases that have that call; an auto-tuned ``RNDV_THRESH`` applies to the other sends).
+Open MPI's pml ucx sends every standard-mode blocking ``MPI_Send`` with it (``mca_pml_ucx_send`` calls
+``mca_pml_ucx_send_nbr`` where ``HAVE_DECL_UCP_TAG_SEND_NBR``: open-mpi/ompi
+ompi/mca/pml/ucx/pml_ucx.c, 4.0 series), and coll_tuned's ring allreduce, recursive doubling, neighbour
+exchange, Bruck and pairwise exchange all send with blocking sends (``ompi_coll_base_sendrecv``); its
+linear alltoall's ``isend`` stays below 3,000 bytes a peer. So on Open MPI with UCX every message of
+these algorithms from 256 KiB up is a rendezvous one. The step in the measured times: CSD3's
+allgather 4 -> 8 MiB (neighbour exchange's pairs of blocks 128 -> 256 KiB) x3.85, alltoall 8 ->
+16 MiB (pairwise's blocks 128 -> 256 KiB) x2.67; AlaSKA's with Open MPI 4.0.3 x1.30 and x1.08, where
+twice the bytes would take x2."""
+
+UCX_RNDV_LOCAL_Bps = 0.67e9
+"""What a rank moves by UCX rendezvous inside its node, bytes per second, with 32 ranks a node
+all doing it (a single kernel copy, CMA, in place of eager's copy-in/copy-out through a shared
+segment). Measured, not cited: CSD3's 64 MiB allgather over InfiniBand (Open MPI 3.1.6, neighbour
+exchange, 1 MiB pairs: 63 MiB a rank in 98.38 ms, 0.67 GB/s), the first Open MPI run of the corpus; a
+hypothesis the other three Open MPI runs test. Their 64 MiB allgathers take 96.41 ms (AlaSKA,
+InfiniBand, Open MPI 4.0.3), 97.60 ms (AlaSKA over RoCE) and 98.91 ms (CSD3 over RoCE): the same
+rate within 2% on two node types whose memory differs 1.8 times (153.6 and 281.6 GB/s a node) and
+over NICs that differ 4 times, while their eager rates differ: not a memory or a link rate but the
+transport's."""
+
+
+def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int = UCX_RNDV_SEND_NBR_THRESH):
+    """Open MPI over UCX's eager and rendezvous protocols as message regimes, for
+    :func:`calibrate`'s ``regimes``.
+
+    Below ``threshold`` (:data:`UCX_RNDV_SEND_NBR_THRESH`) a message goes eagerly at the
+    fitted rates; from it on, a message inside a node (its two ranks on one server) moves at
+    ``local_Bps`` (:data:`UCX_RNDV_LOCAL_Bps`), expressed as a ``local_efficiency`` of the fitted
+    rank-link rate, while a message between nodes (an RDMA read by the NIC) keeps the links'
+    rates. No handshake cost is added (two step overheads against a transfer of at least 256 KiB).
+
+    Examples
+    --------
+    >>> reg = ucx_rendezvous_regimes()(1e-6, 1.34e9)
+    >>> reg.from_bytes, reg.local_efficiency
+    ((0, 262144), (1.0, 0.5))
+    """
+    from .engine.regimes import MessageRegimes
+
+    def build(step_overhead_s: float, link_Bps: float):
+        return MessageRegimes(from_bytes=(0, int(threshold)), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
+                              local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))))
+
+    return build
+
+
 def _class_name(klass: tuple[str, float]) -> str:
     return f"{klass[0]}@{klass[1] / 1e9:g}GBps"
 

@@ -219,8 +219,10 @@ def _selected(measured: pd.DataFrame, topology) -> pd.DataFrame:
 
 TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 """Transports whose message regimes are known facts: NCCL's LL and Simple protocols
-(:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross). Others (HCCL,
-MPI, RCCL, whose tuning tables differ from NCCL's) are fitted without regimes."""
+(:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
+(every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols
+(:func:`hcsim.calibrate.ucx_rendezvous_regimes`). Others (HCCL, Intel MPI, RCCL, whose tuning tables
+differ from NCCL's) are fitted without regimes."""
 
 
 CORPUS_CALIBRATION_WORK = 20_000_000
@@ -238,9 +240,11 @@ rate (``rank_reduce_ratio``)."""
 
 def transport_regimes(transport: str | None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
-    from .calibrate import nccl_protocol_regimes
+    from .calibrate import nccl_protocol_regimes, ucx_rendezvous_regimes
 
     key = (transport or "").split()[0] if transport else None
+    if key == "openmpi":
+        return ucx_rendezvous_regimes()
     return nccl_protocol_regimes(*TRANSPORT_REGIMES[key]) if key in TRANSPORT_REGIMES else None
 
 

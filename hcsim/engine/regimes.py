@@ -63,6 +63,13 @@ class MessageRegimes:
         different rate when it juggles many connections at once than the one- and two-peer
         probes show (slower for eager messages, faster for rendezvous ones on the netns
         testbed); measured with an every-rank-to-every-rank probe.
+    local_efficiency : tuple of float or None
+        A further efficiency (None: 1 in every regime) for a message whose two ranks are on
+        the same server (:attr:`hcsim.topology.spec.NpuSpec.server`): a transport that moves a
+        message inside a node through shared memory and between nodes through the NIC may
+        run one protocol's intra-node copies at their own rate (UCX's rendezvous through a
+        single kernel copy against its eager copy-in/copy-out) while its NIC transfers keep
+        the link's rate.
 
     Examples
     --------
@@ -79,10 +86,11 @@ class MessageRegimes:
     overhead_when: tuple | None = None
     new_peer_efficiency: tuple | None = None
     many_peer_efficiency: tuple | None = None
+    local_efficiency: tuple | None = None
 
     def __post_init__(self):
         k = len(self.from_bytes)
-        for name in ("new_peer_efficiency", "many_peer_efficiency"):
+        for name in ("new_peer_efficiency", "many_peer_efficiency", "local_efficiency"):
             effs = getattr(self, name)
             if effs is None:
                 continue
@@ -120,7 +128,7 @@ class MessageRegimes:
         """True when no regime adds a cost (the model without regimes)."""
         return (all(v == 0 for v in self.overhead_s) and all(e == 1 for e in self.efficiency)
                 and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware
-                and not self.many_aware)
+                and not self.many_aware and not self.local_aware)
 
     @property
     def peer_aware(self) -> bool:
@@ -131,6 +139,11 @@ class MessageRegimes:
     def many_aware(self) -> bool:
         """True when some regime charges a message of a many-to-many step differently."""
         return self.many_peer_efficiency is not None and any(e != 1 for e in self.many_peer_efficiency)
+
+    @property
+    def local_aware(self) -> bool:
+        """True when some regime charges a message inside one server differently."""
+        return self.local_efficiency is not None and any(e != 1 for e in self.local_efficiency)
 
     def pair_limited(self, nbytes) -> np.ndarray:
         """Whether the pair-exchange limit holds for each message size."""
@@ -148,14 +161,14 @@ class MessageRegimes:
         return self.overhead_when is not None and any(w != "always" for w in self.overhead_when)
 
     def costs(self, nbytes, message_bytes=None, receiver_sending=None, new_peer=None,
-              receiver_active=None, many=None) -> tuple[np.ndarray, np.ndarray]:
+              receiver_active=None, many=None, local=None) -> tuple[np.ndarray, np.ndarray]:
         """``(overhead_s, charged_bytes)`` for each transfer of ``nbytes``, in the regime of
         its message (``message_bytes``, by default the transfer itself: see
         :func:`message_bytes`). ``receiver_sending`` (:func:`receiver_sending`; None: every
         receiver sends elsewhere), ``new_peer`` (:func:`new_peers`; None: no transfer goes to
         a new peer), ``receiver_active`` (whether the receiver sends anything in the step;
-        None: it does) and ``many`` (:func:`many_to_many`; None: no transfer is) decide the
-        conditional costs."""
+        None: it does), ``many`` (:func:`many_to_many`; None: no transfer is) and ``local``
+        (whether its two ranks share a server; None: none does) decide the conditional costs."""
         n = np.asarray(nbytes, dtype=float)
         k = self.regime_of(n if message_bytes is None else message_bytes)
         extra = np.asarray(self.overhead_s, float)[k]
@@ -170,6 +183,8 @@ class MessageRegimes:
                            eff)
         if self.many_aware and many is not None:
             eff = np.where(np.asarray(many, bool), eff * np.asarray(self.many_peer_efficiency, float)[k], eff)
+        if self.local_aware and local is not None:
+            eff = np.where(np.asarray(local, bool), eff * np.asarray(self.local_efficiency, float)[k], eff)
         return extra, n / eff
 
 

@@ -411,13 +411,15 @@ class Topology:
             when = reg.overhead_when if reg.overhead_when is not None else (None,) * len(reg.from_bytes)
             newp = reg.new_peer_efficiency if reg.new_peer_efficiency is not None else (None,) * len(reg.from_bytes)
             many = reg.many_peer_efficiency if reg.many_peer_efficiency is not None else (None,) * len(reg.from_bytes)
+            local = reg.local_efficiency if reg.local_efficiency is not None else (None,) * len(reg.from_bytes)
             defaults["message_regimes"] = [
                 {"from_bytes": int(b), "overhead_us": float(o) * 1e6, "efficiency": float(e),
                  **({} if pl is None else {"pair_limit": bool(pl)}), **({} if w is None else {"overhead_when": w}),
                  **({} if ne is None else {"new_peer_efficiency": float(ne)}),
-                 **({} if me is None else {"many_peer_efficiency": float(me)})}
-                for b, o, e, pl, w, ne, me in zip(reg.from_bytes, reg.overhead_s, reg.efficiency, pairs, when, newp,
-                                                  many, strict=True)]
+                 **({} if me is None else {"many_peer_efficiency": float(me)}),
+                 **({} if le is None else {"local_efficiency": float(le)})}
+                for b, o, e, pl, w, ne, me, le in zip(reg.from_bytes, reg.overhead_s, reg.efficiency, pairs, when,
+                                                      newp, many, local, strict=True)]
         out = {"name": self.name, "description": self.description, "defaults": defaults}
         if self.provenance:
             out["provenance"] = self.provenance

@@ -1,0 +1,76 @@
+"""A message regime's ``local_efficiency``: messages whose two ranks share a server charged apart
+(UCX's rendezvous inside a node, hcsim.calibrate.ucx_rendezvous_regimes)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hcsim import simulate
+from hcsim.calibrate import UCX_RNDV_SEND_NBR_THRESH, ucx_rendezvous_regimes
+from hcsim.engine.regimes import MessageRegimes
+from hcsim.errors import ConfigError
+from hcsim.topology import leaf_spine
+from hcsim.topology.io import load_topology, save_topology
+
+SLOW_LOCAL = MessageRegimes((0, 1 << 20), (0.0, 0.0), (1.0, 1.0), local_efficiency=(1.0, 0.5))
+
+
+def with_regimes(topo, regimes):
+    topo.defaults = dataclasses.replace(topo.defaults, message_regimes=regimes)
+    return topo
+
+
+def two_servers(npus_per_server):
+    """2 leaves x 2 NPUs, 10 GB/s host links, 20 GB/s uplinks (never the bottleneck)."""
+    return leaf_spine(2, 2, 1, 10e9, oversubscription=1.0, npus_per_server=npus_per_server)
+
+
+def test_costs_by_hand():
+    extra, charged = SLOW_LOCAL.costs(np.array([1000.0, 2 << 20, 2 << 20]), local=np.array([True, True, False]))
+    assert extra.tolist() == [0.0, 0.0, 0.0]
+    assert charged.tolist() == [1000.0, 4 << 20, 2 << 20]  # only the big local one is charged twice
+    # without the flags (an engine that does not pass them) nothing is local
+    assert SLOW_LOCAL.costs(np.array([2 << 20]))[1].tolist() == [2 << 20]
+    assert SLOW_LOCAL.local_aware and not SLOW_LOCAL.trivial
+    assert not MessageRegimes((0,), (0.0,), (1.0,), local_efficiency=(1.0,)).local_aware
+
+
+def test_a_ring_across_two_servers_by_hand():
+    """Ring allgather of n on ranks 0, 1 (server 0) and 2, 3 (server 1): 3 steps of n/4 a rank;
+    0->1 and 2->3 stay inside a server, 1->2 and 3->0 cross. At 10 GB/s a step takes
+    n/4 / 10 GB/s; with the local messages at half efficiency, n/4 / 5 GB/s."""
+    n = 16 << 20
+    plain = simulate(two_servers(2), "allgather", n, "ring").time_us
+    assert plain == pytest.approx(3 * n / 4 / 10e9 * 1e6, rel=1e-9)
+    slow = simulate(with_regimes(two_servers(2), SLOW_LOCAL), "allgather", n, "ring").time_us
+    assert slow == pytest.approx(3 * n / 4 / 5e9 * 1e6, rel=1e-9)
+    # one NPU per server: no message is local, nothing changes
+    apart = simulate(with_regimes(two_servers(1), SLOW_LOCAL), "allgather", n, "ring").time_us
+    assert apart == pytest.approx(plain, rel=1e-9)
+    # messages below the regime (n/4 < 1 MiB) are not charged either
+    small = 2 << 20
+    assert simulate(with_regimes(two_servers(2), SLOW_LOCAL), "allgather", small, "ring").time_us == pytest.approx(
+        3 * small / 4 / 10e9 * 1e6, rel=1e-9)
+
+
+def test_yaml_round_trip_and_errors(tmp_path):
+    back = load_topology(save_topology(with_regimes(two_servers(2), SLOW_LOCAL), tmp_path / "t.yaml"))
+    assert back.defaults.message_regimes.local_efficiency == (1.0, 0.5)
+    text = (tmp_path / "t.yaml").read_text()
+    (tmp_path / "bad.yaml").write_text(text.replace("local_efficiency: 0.5", "local_efficiency: 0"))
+    with pytest.raises(ConfigError, match=r"message_regimes\[1\].local_efficiency"):
+        load_topology(tmp_path / "bad.yaml")
+    with pytest.raises(ConfigError, match="local_efficiency"):
+        MessageRegimes((0, 10), (0.0, 0.0), (1.0, 1.0), local_efficiency=(1.0,))
+
+
+def test_ucx_rendezvous_regimes_put_the_local_rate_on_the_fitted_rank_rate():
+    reg = ucx_rendezvous_regimes(local_Bps=2e9)(1e-6, 8e9)
+    assert reg.from_bytes == (0, UCX_RNDV_SEND_NBR_THRESH) == (0, 262144)
+    assert reg.efficiency == (1.0, 1.0) and reg.overhead_s == (0.0, 0.0)
+    assert reg.local_efficiency == (1.0, 0.25)
+    # a 1 MiB message inside a node on an 8 GB/s rank link then drains at 2 GB/s
+    n = 4 << 20  # ring allgather on 4 ranks: 1 MiB blocks
+    topo = with_regimes(leaf_spine(2, 2, 1, 8e9, oversubscription=1.0, npus_per_server=2), reg)
+    assert simulate(topo, "allgather", n, "ring").time_us == pytest.approx(3 * (1 << 20) / 2e9 * 1e6, rel=1e-9)
