@@ -189,27 +189,56 @@ over NICs that differ 4 times, while their eager rates differ: not a memory or a
 transport's."""
 
 
-def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int = UCX_RNDV_SEND_NBR_THRESH):
+def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int = UCX_RNDV_SEND_NBR_THRESH,
+                           eager_sends: bool = True):
     """Open MPI over UCX's eager and rendezvous protocols as message regimes, for
     :func:`calibrate`'s ``regimes``.
 
     Below ``threshold`` (:data:`UCX_RNDV_SEND_NBR_THRESH`) a message goes eagerly at the
-    fitted rates; from it on, a message inside a node (its two ranks on one server) moves at
-    ``local_Bps`` (:data:`UCX_RNDV_LOCAL_Bps`), expressed as a ``local_efficiency`` of the fitted
-    rank-link rate, while a message between nodes (an RDMA read by the NIC) keeps the links'
-    rates. No handshake cost is added (two step overheads against a transfer of at least 256 KiB).
+    fitted rates, and with ``eager_sends`` (default) a sender's eager messages of one step go
+    out one after another (:func:`eager_send_regimes`); from the threshold on, a message inside
+    a node (its two ranks on one server) moves at ``local_Bps`` (:data:`UCX_RNDV_LOCAL_Bps`),
+    expressed as a ``local_efficiency`` of the fitted rank-link rate, while a message between
+    nodes (an RDMA read by the NIC) keeps the links' rates. No handshake cost is added (two step
+    overheads against a transfer of at least 256 KiB).
 
     Examples
     --------
     >>> reg = ucx_rendezvous_regimes()(1e-6, 1.34e9)
-    >>> reg.from_bytes, reg.local_efficiency
-    ((0, 262144), (1.0, 0.5))
+    >>> reg.from_bytes, reg.local_efficiency, reg.send_overhead_s
+    ((0, 262144), (1.0, 0.5), (1e-06, 0.0))
     """
     from .engine.regimes import MessageRegimes
 
     def build(step_overhead_s: float, link_Bps: float):
+        sends = {"send_overhead_s": (step_overhead_s, 0.0), "send_copy_Bps": (link_Bps, np.inf)} if eager_sends else {}
         return MessageRegimes(from_bytes=(0, int(threshold)), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
-                              local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))))
+                              local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))), **sends)
+
+    return build
+
+
+def eager_send_regimes():
+    """An MPI library's eager sends as one message regime, for :func:`calibrate`'s ``regimes``:
+    a sender's messages of one step go out one after another, each costing the sender's CPU
+    the fitted per-step overhead (LogGP's o) and a copy of its bytes at the fitted link rate
+    (an eager message is copied out within the send call; with several peers in a step, as in a
+    linear alltoall, the k-th starts after the first k-1 have been sent). Only steps in which a
+    rank sends to two or more peers change. Every message is taken as eager: the corpus uses it
+    for Intel MPI, whose only such steps (MPICH's isend/irecv alltoall, at most 32 KiB a peer,
+    :func:`hcsim.corpus.mpich_default_rule`) stay below any eager limit.
+
+    Examples
+    --------
+    >>> reg = eager_send_regimes()(1e-6, 2e9)
+    >>> reg.send_overhead_s, reg.send_copy_Bps
+    ((1e-06,), (2000000000.0,))
+    """
+    from .engine.regimes import MessageRegimes
+
+    def build(step_overhead_s: float, link_Bps: float):
+        return MessageRegimes(from_bytes=(0,), overhead_s=(0.0,), efficiency=(1.0,),
+                              send_overhead_s=(step_overhead_s,), send_copy_Bps=(link_Bps,))
 
     return build
 

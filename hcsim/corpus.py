@@ -220,9 +220,10 @@ def _selected(measured: pd.DataFrame, topology) -> pd.DataFrame:
 TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 """Transports whose message regimes are known facts: NCCL's LL and Simple protocols
 (:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
-(every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols
-(:func:`hcsim.calibrate.ucx_rendezvous_regimes`). Others (HCCL, Intel MPI, RCCL, whose tuning tables
-differ from NCCL's) are fitted without regimes."""
+(every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols, eager
+sends one after another (:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: eager sends
+one after another (:func:`hcsim.calibrate.eager_send_regimes`). Others (HCCL, RCCL, whose tuning
+tables differ from NCCL's) are fitted without regimes."""
 
 
 CORPUS_CALIBRATION_WORK = 20_000_000
@@ -240,11 +241,13 @@ rate (``rank_reduce_ratio``)."""
 
 def transport_regimes(transport: str | None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None."""
-    from .calibrate import nccl_protocol_regimes, ucx_rendezvous_regimes
+    from .calibrate import eager_send_regimes, nccl_protocol_regimes, ucx_rendezvous_regimes
 
     key = (transport or "").split()[0] if transport else None
     if key == "openmpi":
         return ucx_rendezvous_regimes()
+    if key == "intel-mpi":
+        return eager_send_regimes()
     return nccl_protocol_regimes(*TRANSPORT_REGIMES[key]) if key in TRANSPORT_REGIMES else None
 
 

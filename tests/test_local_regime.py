@@ -74,3 +74,33 @@ def test_ucx_rendezvous_regimes_put_the_local_rate_on_the_fitted_rank_rate():
     n = 4 << 20  # ring allgather on 4 ranks: 1 MiB blocks
     topo = with_regimes(leaf_spine(2, 2, 1, 8e9, oversubscription=1.0, npus_per_server=2), reg)
     assert simulate(topo, "allgather", n, "ring").time_us == pytest.approx(3 * (1 << 20) / 2e9 * 1e6, rel=1e-9)
+
+
+def test_eager_sends_one_after_another_by_hand():
+    """Linear (mesh) alltoall on a 4-rank full mesh at 1 GB/s a pair, 1000 B a peer: each rank's
+    3 messages leave in the order rank + 1, + 2, + 3, the k-th k x (1 us + 1000 B / 1 GB/s) late,
+    and each drains on its own link in 1 us: the last ends at 2 x 2 + 1 = 5 us (1 us without)."""
+    from hcsim.topology import full_mesh
+
+    serial = MessageRegimes((0,), (0.0,), (1.0,), send_overhead_s=(1e-6,), send_copy_Bps=(1e9,))
+    assert simulate(full_mesh(4, 1e9), "alltoall", 4000, "mesh").time_us == pytest.approx(1.0)
+    assert simulate(with_regimes(full_mesh(4, 1e9), serial), "alltoall", 4000, "mesh").time_us == pytest.approx(5.0)
+    # one peer a step (pairwise): nothing waits, 3 steps of 1 us
+    assert simulate(with_regimes(full_mesh(4, 1e9), serial), "alltoall", 4000, "pairwise").time_us == pytest.approx(3.0)
+    # the overhead alone: 2 x 1 + 1 = 3 us
+    only_o = MessageRegimes((0,), (0.0,), (1.0,), send_overhead_s=(1e-6,))
+    assert simulate(with_regimes(full_mesh(4, 1e9), only_o), "alltoall", 4000, "mesh").time_us == pytest.approx(3.0)
+    # a regime without send costs above 500 B: 1000 B blocks do not wait
+    big_free = MessageRegimes((0, 500), (0.0, 0.0), (1.0, 1.0), send_overhead_s=(1e-6, 0.0))
+    assert simulate(with_regimes(full_mesh(4, 1e9), big_free), "alltoall", 4000, "mesh").time_us == pytest.approx(1.0)
+
+
+def test_send_costs_round_trip_and_errors(tmp_path):
+    reg = MessageRegimes((0, 1000), (0.0, 0.0), (1.0, 1.0), send_overhead_s=(2e-6, 0.0), send_copy_Bps=(3e9, np.inf))
+    back = load_topology(save_topology(with_regimes(two_servers(2), reg), tmp_path / "t.yaml"))
+    got = back.defaults.message_regimes
+    assert got.send_overhead_s == pytest.approx((2e-6, 0.0)) and got.send_copy_Bps == pytest.approx((3e9, np.inf))
+    for bad in ({"send_overhead_s": (1e-6,)}, {"send_overhead_s": (-1.0, 0.0)}, {"send_copy_Bps": (0.0, 1e9)},
+                {"send_copy_Bps": "fast"}):
+        with pytest.raises(ConfigError, match="send_"):
+            MessageRegimes((0, 1000), (0.0, 0.0), (1.0, 1.0), **bad)

@@ -193,6 +193,8 @@ class _StepState:
             local = server[step.src] == server[step.dst] if server is not None else None
             self.extra_s, self.charged = regimes.costs(self.nbytes, message_bytes(step.src, step.dst, step.nbytes),
                                                        busy, new_peer, active, many, local)
+            if regimes.serial_aware:  # a sender's messages of the step go out one after another
+                self.extra_s = self.extra_s + regimes.serial_delay(step.src, step.dst, step.nbytes)
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
         self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step
