@@ -104,3 +104,16 @@ def test_send_costs_round_trip_and_errors(tmp_path):
                 {"send_copy_Bps": "fast"}):
         with pytest.raises(ConfigError, match="send_"):
             MessageRegimes((0, 1000), (0.0, 0.0), (1.0, 1.0), **bad)
+
+
+def test_the_corpus_gives_each_mpi_library_its_regimes():
+    from hcsim.corpus import transport_regimes
+
+    ompi = transport_regimes("openmpi")(1e-6, 1.34e9)
+    assert ompi.from_bytes == (0, 262144) and ompi.local_efficiency == pytest.approx((1.0, 0.67 / 1.34))
+    assert ompi.send_overhead_s == (1e-6, 0.0) and ompi.send_copy_Bps == (1.34e9, np.inf)
+    impi = transport_regimes("intel-mpi")(2e-6, 3e8)
+    assert impi.from_bytes == (0,) and impi.local_efficiency is None
+    assert impi.send_overhead_s == (2e-6,) and impi.send_copy_Bps == (3e8,)
+    assert transport_regimes("nccl-net")(1e-5, 25e9).efficiency == (0.25, 1.0)
+    assert transport_regimes(None) is None and transport_regimes("hccl") is None
