@@ -75,6 +75,41 @@ of the ranks' own links only when it leaves an RMS log error lower by more than 
 both fit the points, the ranks' own rate is fitted and the network keeps its spec rates."""
 
 
+RANK_REDUCE_RATIO = 4.0
+"""With ``rank_reduce_ratio``, the rate at which a CPU rank reduces what it receives, as a multiple
+of its own link's rate (its transfer rate through the node's memory). A shared-memory transfer
+is a copy in and a copy out (the sender reads its buffer and writes the shared segment, the
+receiver reads the segment and writes its buffer: four memory streams a byte, as STREAM counts
+a Copy as a read and a write); reducing the received block into the destination instead of
+copying it there adds one stream (the destination is read as well: a STREAM Add reads two and
+writes one), a quarter of the transfer's, with the block just received still in cache. So a
+rank reduces at four times its transfer rate, and a reduce-scatter step costs 1.25 times a copy
+step. Used by the corpus for MPI ranks (:data:`hcsim.corpus.CPU_RANK_TRANSPORTS`)."""
+
+
+def with_rank_reduce(topo, ratio: float):
+    """``topo`` with every NPU's ``reduce_Bps`` set to ``ratio`` times the rate of its own
+    link (the slowest link leaving it), in place; returns it. A CPU rank's link stands for its
+    transfers through its node's memory, and its reductions go through the same memory
+    (:data:`RANK_REDUCE_RATIO`).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> t = with_rank_reduce(single_switch(2, 1e9), 4.0)
+    >>> t.npu_spec(t.npus[0]).reduce_Bps
+    4000000000.0
+    """
+    g = topo.graph
+    for n, d in g.nodes(data=True):
+        if d.get("kind") != "npu":
+            continue
+        rates = [e["spec"].bandwidth_Bps for _, _, e in g.out_edges(n, data=True)]
+        if rates:
+            d["spec"] = dataclasses.replace(d["spec"], reduce_Bps=ratio * min(rates))
+    return topo
+
+
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
@@ -139,6 +174,87 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     return build
 
 
+UCX_RNDV_SEND_NBR_THRESH = 256 * 1024
+"""The message size from which UCX sends a ``ucp_tag_send_nbr()`` message by rendezvous instead of
+eagerly: ``RNDV_SEND_NBR_THRESH``, default "256k", "Threshold for switching from eager to rendezvous
+protocol in ucp_tag_send_nbr()" (openucx/ucx src/ucp/core/ucp_context.c, the configuration table of
+the 1.x releases that have that call; an auto-tuned ``RNDV_THRESH`` applies to the other sends).
+Open MPI's pml ucx sends every standard-mode blocking ``MPI_Send`` with it (``mca_pml_ucx_send`` calls
+``mca_pml_ucx_send_nbr`` where ``HAVE_DECL_UCP_TAG_SEND_NBR``: open-mpi/ompi
+ompi/mca/pml/ucx/pml_ucx.c, 4.0 series), and coll_tuned's ring allreduce, recursive doubling, neighbour
+exchange, Bruck and pairwise exchange all send with blocking sends (``ompi_coll_base_sendrecv``); its
+linear alltoall's ``isend`` stays below 3,000 bytes a peer. So on Open MPI with UCX every message of
+these algorithms from 256 KiB up is a rendezvous one. The step in the measured times: CSD3's
+allgather 4 -> 8 MiB (neighbour exchange's pairs of blocks 128 -> 256 KiB) x3.85, alltoall 8 ->
+16 MiB (pairwise's blocks 128 -> 256 KiB) x2.67; AlaSKA's with Open MPI 4.0.3 x1.30 and x1.08, where
+twice the bytes would take x2."""
+
+UCX_RNDV_LOCAL_Bps = 0.67e9
+"""What a rank moves by UCX rendezvous inside its node, bytes per second, with 32 ranks a node
+all doing it (a single kernel copy, CMA, in place of eager's copy-in/copy-out through a shared
+segment). Measured, not cited: CSD3's 64 MiB allgather over InfiniBand (Open MPI 3.1.6, neighbour
+exchange, 1 MiB pairs: 63 MiB a rank in 98.38 ms, 0.67 GB/s), the first Open MPI run of the corpus; a
+hypothesis the other three Open MPI runs test. Their 64 MiB allgathers take 96.41 ms (AlaSKA,
+InfiniBand, Open MPI 4.0.3), 97.60 ms (AlaSKA over RoCE) and 98.91 ms (CSD3 over RoCE): the same
+rate within 2% on two node types whose memory differs 1.8 times (153.6 and 281.6 GB/s a node) and
+over NICs that differ 4 times, while their eager rates differ: not a memory or a link rate but the
+transport's."""
+
+
+def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int = UCX_RNDV_SEND_NBR_THRESH,
+                           eager_sends: bool = True):
+    """Open MPI over UCX's eager and rendezvous protocols as message regimes, for
+    :func:`calibrate`'s ``regimes``.
+
+    Below ``threshold`` (:data:`UCX_RNDV_SEND_NBR_THRESH`) a message goes eagerly at the
+    fitted rates, and with ``eager_sends`` (default) a sender's eager messages of one step go
+    out one after another (:func:`eager_send_regimes`); from the threshold on, a message inside
+    a node (its two ranks on one server) moves at ``local_Bps`` (:data:`UCX_RNDV_LOCAL_Bps`),
+    expressed as a ``local_efficiency`` of the fitted rank-link rate, while a message between
+    nodes (an RDMA read by the NIC) keeps the links' rates. No handshake cost is added (two step
+    overheads against a transfer of at least 256 KiB).
+
+    Examples
+    --------
+    >>> reg = ucx_rendezvous_regimes()(1e-6, 1.34e9)
+    >>> reg.from_bytes, reg.local_efficiency, reg.send_overhead_s
+    ((0, 262144), (1.0, 0.5), (1e-06, 0.0))
+    """
+    from .engine.regimes import MessageRegimes
+
+    def build(step_overhead_s: float, link_Bps: float):
+        sends = {"send_overhead_s": (step_overhead_s, 0.0), "send_copy_Bps": (link_Bps, np.inf)} if eager_sends else {}
+        return MessageRegimes(from_bytes=(0, int(threshold)), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
+                              local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))), **sends)
+
+    return build
+
+
+def eager_send_regimes():
+    """An MPI library's eager sends as one message regime, for :func:`calibrate`'s ``regimes``:
+    a sender's messages of one step go out one after another, each costing the sender's CPU
+    the fitted per-step overhead (LogGP's o) and a copy of its bytes at the fitted link rate
+    (an eager message is copied out within the send call; with several peers in a step, as in a
+    linear alltoall, the k-th starts after the first k-1 have been sent). Only steps in which a
+    rank sends to two or more peers change. Every message is taken as eager: the corpus uses it
+    for Intel MPI, whose only such steps (MPICH's isend/irecv alltoall, at most 32 KiB a peer,
+    :func:`hcsim.corpus.mpich_default_rule`) stay below any eager limit.
+
+    Examples
+    --------
+    >>> reg = eager_send_regimes()(1e-6, 2e9)
+    >>> reg.send_overhead_s, reg.send_copy_Bps
+    ((1e-06,), (2000000000.0,))
+    """
+    from .engine.regimes import MessageRegimes
+
+    def build(step_overhead_s: float, link_Bps: float):
+        return MessageRegimes(from_bytes=(0,), overhead_s=(0.0,), efficiency=(1.0,),
+                              send_overhead_s=(step_overhead_s,), send_copy_Bps=(link_Bps,))
+
+    return build
+
+
 def _class_name(klass: tuple[str, float]) -> str:
     return f"{klass[0]}@{klass[1] / 1e9:g}GBps"
 
@@ -181,7 +297,8 @@ def _nelder_mead(f, x0, steps, max_evals=300, tol=1e-7):
 def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto", max_evals: int = 300,
               source: str | None = None, max_simulations: int = MAX_CALIBRATION_SIMULATIONS,
               max_work: int = MAX_CALIBRATION_WORK, fit: str = "tiers", regimes=None,
-              prefer_rank_links: bool = False, fixed_cost: str = "step"):
+              prefer_rank_links: bool = False, fixed_cost: str = "step",
+              rank_reduce_ratio: float | None = None):
     """Fit tier bandwidths and overheads of ``topology`` to ``measured`` collective times.
 
     The fit starts from the topology as it is (its regimes, per-collective launch costs and
@@ -249,6 +366,12 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         SDMA task costs) and whose floor above them is paid once per call (HCCL's HOST-mode
         launch), so that a collective of more steps does not pay a small point's whole floor
         again in every step.
+    rank_reduce_ratio : float, optional
+        With ``fit="bottleneck"``, for CPU ranks: every candidate the fit tries (and the result)
+        has its ranks reduce at this multiple of their own link's rate (:func:`with_rank_reduce`,
+        :data:`RANK_REDUCE_RATIO`), so a reducing point's time is split between the ranks'
+        transfers and their reductions and the fitted rate is the transfer rate alone. None
+        (default): the topology's own reduction rates.
 
     Returns
     -------
@@ -284,6 +407,12 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
     if fixed_cost not in ("step", "launch") or (fixed_cost == "launch" and fit != "bottleneck"):
         raise bad_value("fixed_cost", fixed_cost, "step or launch; launch only with fit='bottleneck'")
+    if rank_reduce_ratio is not None and (fit != "bottleneck" or isinstance(rank_reduce_ratio, bool)
+                                          or not isinstance(rank_reduce_ratio, numbers.Real)
+                                          or not 1e-3 <= rank_reduce_ratio <= 1e3):
+        raise bad_value("rank_reduce_ratio", rank_reduce_ratio,
+                        "a number from 1e-3 to 1e3 (the ranks' reduction rate over their link rate), with "
+                        "fit='bottleneck'; or None")
     if regimes is not None and (fit != "bottleneck" or not callable(regimes)):
         raise bad_value("regimes", regimes, "a callable (step_overhead_s, link_Bps) -> MessageRegimes, "
                         "with fit='bottleneck'")
@@ -370,6 +499,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
                 out.defaults = dataclasses.replace(
                     out.defaults, launch_overhead_s=launch0 * f,
                     launch_overhead_by_collective_s=tuple((c, v * f) for c, v in d0.launch_overhead_by_collective_s))
+            if rank_reduce_ratio is not None:
+                with_rank_reduce(out, float(rank_reduce_ratio))
             if regimes is not None:
                 out.defaults = dataclasses.replace(out.defaults,
                                                    message_regimes=regimes(step, klass[1] * scale[klass[0]]))
@@ -426,6 +557,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     launch_us = (d0.launch_overhead_s if klass and fixed_cost == "step" else launch0 * f) * 1e6
     report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
               "fixed_cost": fixed_cost,
+              "rank_reduce_ratio": rank_reduce_ratio,
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,

@@ -222,8 +222,11 @@ def _selected(measured: pd.DataFrame, topology) -> pd.DataFrame:
 
 TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 """Transports whose message regimes are known facts: NCCL's LL and Simple protocols
-(:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross). Others (HCCL,
-MPI, RCCL, whose tuning tables differ from NCCL's) are fitted without regimes."""
+(:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
+(every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols, eager
+sends one after another (:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: eager sends
+one after another (:func:`hcsim.calibrate.eager_send_regimes`). Others (HCCL, RCCL, whose tuning
+tables differ from NCCL's) are fitted without regimes."""
 
 
 CORPUS_CALIBRATION_WORK = 20_000_000
@@ -234,7 +237,9 @@ about 41,000 units each (12M); a user's ``calibrate`` keeps :data:`hcsim.limits.
 CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi")
 """Transports whose ranks are CPU processes: their own links stand for each rank's share of its
 node's memory (its copies and reductions), a rate no spec gives, while the node's NIC has a line
-rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`)."""
+rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`), and their
+reductions go through the same memory, at :data:`hcsim.calibrate.RANK_REDUCE_RATIO` times their transfer
+rate (``rank_reduce_ratio``)."""
 
 
 LAUNCH_FIT_TRANSPORTS = ("hccl",)
@@ -249,9 +254,18 @@ overhead, a 2-NPU point-to-point floor would be paid again in every step of a lo
 def transport_regimes(transport: str | None, ll_efficiency: float | None = None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None;
     ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
-    from .calibrate import NCCL_LL_EFFICIENCY, nccl_protocol_regimes
+    from .calibrate import (
+        NCCL_LL_EFFICIENCY,
+        eager_send_regimes,
+        nccl_protocol_regimes,
+        ucx_rendezvous_regimes,
+    )
 
     key = (transport or "").split()[0] if transport else None
+    if key == "openmpi":
+        return ucx_rendezvous_regimes()
+    if key == "intel-mpi":
+        return eager_send_regimes()
     if key not in TRANSPORT_REGIMES:
         return None
     return nccl_protocol_regimes(*TRANSPORT_REGIMES[key], NCCL_LL_EFFICIENCY if ll_efficiency is None else ll_efficiency)
@@ -317,15 +331,16 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     value is passed to :func:`hcsim.validate.row_algorithm`.
     ``fit`` and ``calibrate_kwargs`` go to :func:`hcsim.calibrate.calibrate` (``"bottleneck"``:
     step overhead and the rate of the link class that explains the two points, the ranks' own
-    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`; on HCCL the
-    launch overhead in place of the per-step one, :data:`LAUNCH_FIT_TRANSPORTS`); with
+    links preferred where the ranks are CPU processes, :data:`CPU_RANK_TRANSPORTS`, whose
+    reductions are charged at :data:`hcsim.calibrate.RANK_REDUCE_RATIO` times that rate; on HCCL
+    the launch overhead in place of the per-step one, :data:`LAUNCH_FIT_TRANSPORTS`); with
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
     is fitted with them, LL's share lowered where the system's corpus entry gives NCCL's absolute
     LL cap (``nccl_ll_max_GBps``, :func:`nccl_ll_efficiency`).
 
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
-    from .calibrate import calibrate
+    from .calibrate import RANK_REDUCE_RATIO, calibrate
     from .topology.io import load_topology
     from .validate import measured_ranks, validate_measured
 
@@ -346,7 +361,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         calibrate_kwargs = {**calibrate_kwargs, "regimes": transport_regimes(system["transport"], ll)}
     library = (system.get("transport") or "").split()[:1]
     if fit == "bottleneck" and library and library[0] in CPU_RANK_TRANSPORTS:
-        calibrate_kwargs = {"prefer_rank_links": True, **calibrate_kwargs}
+        calibrate_kwargs = {"prefer_rank_links": True, "rank_reduce_ratio": RANK_REDUCE_RATIO, **calibrate_kwargs}
     if fit == "bottleneck" and library and library[0] in LAUNCH_FIT_TRANSPORTS:
         calibrate_kwargs = {"fixed_cost": "launch", **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,

@@ -179,7 +179,7 @@ class _StepState:
                  "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero")
 
     def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None,
-                 inline_ok=True):
+                 inline_ok=True, server=None):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
@@ -190,8 +190,11 @@ class _StepState:
                     if regimes.conditional or regimes.peer_aware else None)
             active = (np.isin(step.dst, step.src[step.nbytes > 0]) if new_peer is not None else None)
             many = many_to_many(step.src, step.dst, step.nbytes) if regimes.many_aware else None
+            local = server[step.src] == server[step.dst] if server is not None else None
             self.extra_s, self.charged = regimes.costs(self.nbytes, message_bytes(step.src, step.dst, step.nbytes),
-                                                       busy, new_peer, active, many)
+                                                       busy, new_peer, active, many, local)
+            if regimes.serial_aware:  # a sender's messages of the step go out one after another
+                self.extra_s = self.extra_s + regimes.serial_delay(step.src, step.dst, step.nbytes)
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
         self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step
@@ -742,6 +745,9 @@ class FlowSimulator:
         self._limits_exchanges = bool(self.net.exchange_res)
         self._new_peer = (new_peers(schedule.steps) if self._regimes is not None and self._regimes.peer_aware
                           else None)
+        # each rank's server, where a regime charges messages inside a server apart (local_efficiency)
+        self._server = (np.array([topo.npu_spec(n).server for n in rank_nodes], dtype=np.int64)
+                        if self._regimes is not None and self._regimes.local_aware else None)
 
     # the fabric's counters (a run alone on its fabric: its own)
     @property
@@ -852,7 +858,8 @@ class FlowSimulator:
                     self.on_progress(0)  # the event-driven run starts over
                 return None
             st = _StepState(k, step, route, gid0, rec, self.reduce_Bps, self._regimes,
-                            None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
+                            None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
+                            self._server)
             r = st.route
             bw = (self.fabric._path_bw[r.sub_path] if r.single
                   else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
@@ -1030,7 +1037,8 @@ class FlowSimulator:
         if st is None:
             step = self.schedule.steps[k]
             st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps,
-                            self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce)
+                            self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
+                            self._server)
             self.next_gid += st.n
             self.step_count[k] = st.n
             _count_step(self._moved, st.route, st.nbytes)  # every byte of the step will cross its paths

@@ -63,6 +63,24 @@ class MessageRegimes:
         different rate when it juggles many connections at once than the one- and two-peer
         probes show (slower for eager messages, faster for rendezvous ones on the netns
         testbed); measured with an every-rank-to-every-rank probe.
+    local_efficiency : tuple of float or None
+        A further efficiency (None: 1 in every regime) for a message whose two ranks are on
+        the same server (:attr:`hcsim.topology.spec.NpuSpec.server`): a transport that moves a
+        message inside a node through shared memory and between nodes through the NIC may
+        run one protocol's intra-node copies at their own rate (UCX's rendezvous through a
+        single kernel copy against its eager copy-in/copy-out) while its NIC transfers keep
+        the link's rate.
+    send_overhead_s : tuple of float or None
+        Per regime (None: 0 in every regime), the sender's CPU time of one message's send
+        call: a sender's messages of one step in such a regime go out one after another, its
+        k-th (in the order of its peers' distance, rank + 1 first, as Open MPI's linear alltoall
+        and MPICH's isend/irecv one post them: :func:`send_order`) starting ``k x
+        send_overhead_s`` plus the earlier messages' bytes over ``send_copy_Bps`` later. An
+        eager message is copied out by the sender's CPU in the send call itself (LogGP's
+        overhead o, Alexandrov et al. 1995), so the CPU cannot start the next one before.
+    send_copy_Bps : tuple of float or None
+        Per regime (None: infinite in every regime), the rate at which the sender's CPU copies
+        a message out in the send call (with ``send_overhead_s``; infinite: not charged).
 
     Examples
     --------
@@ -79,10 +97,24 @@ class MessageRegimes:
     overhead_when: tuple | None = None
     new_peer_efficiency: tuple | None = None
     many_peer_efficiency: tuple | None = None
+    local_efficiency: tuple | None = None
+    send_overhead_s: tuple | None = None
+    send_copy_Bps: tuple | None = None
 
     def __post_init__(self):
         k = len(self.from_bytes)
-        for name in ("new_peer_efficiency", "many_peer_efficiency"):
+        for name, ok, allowed in (
+                ("send_overhead_s", lambda v: 0 <= v <= 1, "seconds from 0 to 1"),
+                ("send_copy_Bps", lambda v: 1 <= v <= 1e15 or v == np.inf, "bytes per second from 1 to 1e15, or inf")):
+            vals = getattr(self, name)
+            if vals is None:
+                continue
+            if isinstance(vals, (str, bytes)) or not hasattr(vals, "__len__") or len(vals) != k:
+                raise bad_value(f"message_regimes.{name}", vals, f"{k} numbers, one per regime")
+            for i, v in enumerate(vals):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not ok(v):
+                    raise bad_value(f"message_regimes[{i}].{name}", v, allowed)
+        for name in ("new_peer_efficiency", "many_peer_efficiency", "local_efficiency"):
             effs = getattr(self, name)
             if effs is None:
                 continue
@@ -120,7 +152,7 @@ class MessageRegimes:
         """True when no regime adds a cost (the model without regimes)."""
         return (all(v == 0 for v in self.overhead_s) and all(e == 1 for e in self.efficiency)
                 and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware
-                and not self.many_aware)
+                and not self.many_aware and not self.local_aware and not self.serial_aware)
 
     @property
     def peer_aware(self) -> bool:
@@ -131,6 +163,32 @@ class MessageRegimes:
     def many_aware(self) -> bool:
         """True when some regime charges a message of a many-to-many step differently."""
         return self.many_peer_efficiency is not None and any(e != 1 for e in self.many_peer_efficiency)
+
+    @property
+    def local_aware(self) -> bool:
+        """True when some regime charges a message inside one server differently."""
+        return self.local_efficiency is not None and any(e != 1 for e in self.local_efficiency)
+
+    @property
+    def serial_aware(self) -> bool:
+        """True when some regime sends a sender's messages of a step one after another at a cost."""
+        return ((self.send_overhead_s is not None and any(v > 0 for v in self.send_overhead_s))
+                or (self.send_copy_Bps is not None and any(v != np.inf for v in self.send_copy_Bps)))
+
+    def serial_delay(self, src, dst, nbytes) -> np.ndarray:
+        """Seconds each transfer of a step starts late because its sender's earlier messages
+        of the step, in regimes with a send cost, go out first (:func:`send_order`)."""
+        n = np.asarray(nbytes, dtype=float)
+        if not self.serial_aware or n.size == 0:
+            return np.zeros(n.shape)
+        k = self.regime_of(message_bytes(src, dst, n))
+        o = np.asarray(self.send_overhead_s if self.send_overhead_s is not None else (0.0,) * len(self.from_bytes),
+                       float)[k]
+        c = np.asarray(self.send_copy_Bps if self.send_copy_Bps is not None else (np.inf,) * len(self.from_bytes),
+                       float)[k]
+        serial = (o > 0) | (c != np.inf)
+        order, before = send_order(src, dst, n, serial)
+        return np.where(serial & (n > 0), order * o + before / c, 0.0)
 
     def pair_limited(self, nbytes) -> np.ndarray:
         """Whether the pair-exchange limit holds for each message size."""
@@ -148,14 +206,14 @@ class MessageRegimes:
         return self.overhead_when is not None and any(w != "always" for w in self.overhead_when)
 
     def costs(self, nbytes, message_bytes=None, receiver_sending=None, new_peer=None,
-              receiver_active=None, many=None) -> tuple[np.ndarray, np.ndarray]:
+              receiver_active=None, many=None, local=None) -> tuple[np.ndarray, np.ndarray]:
         """``(overhead_s, charged_bytes)`` for each transfer of ``nbytes``, in the regime of
         its message (``message_bytes``, by default the transfer itself: see
         :func:`message_bytes`). ``receiver_sending`` (:func:`receiver_sending`; None: every
         receiver sends elsewhere), ``new_peer`` (:func:`new_peers`; None: no transfer goes to
         a new peer), ``receiver_active`` (whether the receiver sends anything in the step;
-        None: it does) and ``many`` (:func:`many_to_many`; None: no transfer is) decide the
-        conditional costs."""
+        None: it does), ``many`` (:func:`many_to_many`; None: no transfer is) and ``local``
+        (whether its two ranks share a server; None: none does) decide the conditional costs."""
         n = np.asarray(nbytes, dtype=float)
         k = self.regime_of(n if message_bytes is None else message_bytes)
         extra = np.asarray(self.overhead_s, float)[k]
@@ -170,6 +228,8 @@ class MessageRegimes:
                            eff)
         if self.many_aware and many is not None:
             eff = np.where(np.asarray(many, bool), eff * np.asarray(self.many_peer_efficiency, float)[k], eff)
+        if self.local_aware and local is not None:
+            eff = np.where(np.asarray(local, bool), eff * np.asarray(self.local_efficiency, float)[k], eff)
         return extra, n / eff
 
 
@@ -286,3 +346,39 @@ def message_bytes(src, dst, nbytes) -> np.ndarray:
         return n
     _, inv = np.unique(src * (int(max(src.max(), dst.max())) + 1) + dst, return_inverse=True)
     return np.bincount(inv, weights=n)[inv]
+
+
+def send_order(src, dst, nbytes, counted=None) -> tuple[np.ndarray, np.ndarray]:
+    """For each transfer of a step, ``(k, before)``: how many of its sender's other messages of
+    the step go out before its own, and their bytes. A sender's messages (all its bytes to one
+    peer, :func:`message_bytes`) go out in the order of the peer's distance ``(dst - src) mod
+    p``, nearest first, ``p`` one more than the highest rank in the step; only live messages
+    that are ``counted`` (default all) count.
+
+    Examples
+    --------
+    Rank 0 sends to 1, 2 and 3 (100, 200, 300 B), rank 1 to 0 only:
+
+    >>> k, before = send_order(np.array([0, 0, 0, 1]), np.array([3, 1, 2, 0]), np.array([300, 100, 200, 50]))
+    >>> k.tolist(), before.tolist()
+    ([2, 0, 1, 0], [300.0, 0.0, 100.0, 0.0])
+    """
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    n = np.asarray(nbytes, dtype=float)
+    if n.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    p = int(max(src.max(), dst.max())) + 1
+    live = n > 0 if counted is None else (n > 0) & np.asarray(counted, bool)
+    key = src * p + (dst - src) % p          # a message: sender, then distance
+    keys, inv = np.unique(key, return_inverse=True)
+    msg = np.bincount(inv, weights=np.where(live, n, 0.0))  # bytes of each message
+    used = np.bincount(inv, weights=live.astype(float)) > 0
+    sender = keys // p
+    # messages sorted by sender then distance (np.unique sorts keys): rank within each sender
+    first = np.concatenate([[True], sender[1:] != sender[:-1]])
+    start = np.maximum.accumulate(np.where(first, np.arange(keys.size), 0))
+    cnt = np.cumsum(used) - used                  # used messages before, over all senders
+    k = cnt - cnt[start]
+    cum = np.cumsum(msg) - msg
+    before = cum - cum[start]
+    return k[inv].astype(np.int64), before[inv]

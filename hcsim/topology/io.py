@@ -75,7 +75,7 @@ _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "no
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
                  "modes", "message_regimes"}
 _REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency",
-                "many_peer_efficiency"}
+                "many_peer_efficiency", "local_efficiency", "send_overhead_us", "send_copy_GBps"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "compute", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind"}
@@ -721,7 +721,7 @@ def _regimes(where, v) -> MessageRegimes:
         raise _bad(where, v, allowed)
     if len(v) > 64:
         raise _bad(where, v, "at most 64 regimes")
-    starts, overheads, effs, pairs, when, newp, many = [], [], [], [], [], [], []
+    starts, overheads, effs, pairs, when, newp, many, local, send_o, send_c = [], [], [], [], [], [], [], [], [], []
     for i, r in enumerate(v):
         w = f"{where}[{i}]"
         r = _mapping(w, r, _REGIME_KEYS, none_ok=False)
@@ -734,11 +734,17 @@ def _regimes(where, v) -> MessageRegimes:
         when.append(_one_of(f"{w}.overhead_when", r.get("overhead_when", "always"), OVERHEAD_WHEN))
         newp.append(_efficiency(f"{w}.new_peer_efficiency", r.get("new_peer_efficiency", 1.0)))
         many.append(_efficiency(f"{w}.many_peer_efficiency", r.get("many_peer_efficiency", 1.0)))
+        local.append(_efficiency(f"{w}.local_efficiency", r.get("local_efficiency", 1.0)))
+        send_o.append(_us(f"{w}.send_overhead_us", r.get("send_overhead_us", 0.0)))
+        send_c.append(_gbps(f"{w}.send_copy_GBps", r["send_copy_GBps"]) if "send_copy_GBps" in r else float("inf"))
     try:
         return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs),
                               None if all(w == "always" for w in when) else tuple(when),
                               None if all(e == 1 for e in newp) else tuple(newp),
-                              None if all(e == 1 for e in many) else tuple(many))
+                              None if all(e == 1 for e in many) else tuple(many),
+                              None if all(e == 1 for e in local) else tuple(local),
+                              None if all(v == 0 for v in send_o) else tuple(send_o),
+                              None if all(v == float("inf") for v in send_c) else tuple(send_c))
     except HcsimError as e:
         raise ConfigError(f"{where.rsplit('.', 1)[0]}.{e}") from None
 
