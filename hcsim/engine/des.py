@@ -377,6 +377,8 @@ class Fabric:
         self._grow(1024)
         self._need_full = False
         self._next_drain = math.inf
+        self._min_end = math.inf  # the earliest drain time (s_end.min()) unless _ends_dirty
+        self._ends_dirty = False  # some drain time may have risen since _min_end was taken
         self._t0 = 0.0
         self.instants = 0
         self.entries = 0
@@ -425,7 +427,12 @@ class Fabric:
         self._t0 = now
 
     def next_time(self) -> float:
-        self._next_drain = float(self.s_end.min())
+        """The next instant: the earliest queued event or flow drain. The earliest drain time is
+        scanned for again only after drains or new rates (a start can only lower it)."""
+        if self._ends_dirty:
+            self._min_end = float(self.s_end.min())
+            self._ends_dirty = False
+        self._next_drain = self._min_end  # what the next instant drains by
         t = self.heap[0][0] if self.heap else math.inf
         return min(t, self._next_drain)
 
@@ -533,7 +540,9 @@ class Fabric:
             # (also when a recomputation is due at this instant: it would give them just that)
             rate = self._path_bw[paths]
             self.s_rate[slots] = rate
-            self.s_end[slots] = now + nbytes / rate
+            ends = now + nbytes / rate
+            self.s_end[slots] = ends
+            self._min_end = min(self._min_end, float(ends.min()))
 
     def _drain(self, now, tol):
         done = np.flatnonzero(self.s_end <= now + tol)
@@ -549,6 +558,7 @@ class Fabric:
         np.subtract.at(self.res_demand, freed, self._demand(self.s_path[done], mat.shape[1]))
         self.res_demand[self.pad] = 0.0
         self.s_end[done] = np.inf
+        self._ends_dirty = True
         self.s_active[done] = False
         if self._hot is not None:
             self._hot_drained.append(done)
@@ -658,6 +668,7 @@ class Fabric:
             self.s_t0[changed] = now
             self.s_rate[changed] = new
             self.s_end[changed] = now + rem / new
+            self._ends_dirty = True
         self._need_full = False
 
     def _demand(self, paths: np.ndarray, width: int) -> np.ndarray:
@@ -1076,15 +1087,15 @@ class FlowSimulator:
             fresh = np.zeros(uniq.size, dtype=bool)
             fresh[np.searchsorted(uniq, new)] = True
             groups, done = [], []
+            ptr = net.paths.res_ptr
             try:
-                for i in todo.tolist():
-                    u = int(uniq[i])
+                for u, is_new in zip(uniq[todo].tolist(), fresh[todo].tolist(), strict=True):
                     g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
                     groups.append(g)
                     done.append(u)
-                    if fresh[i]:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
+                    if is_new:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
                         # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
-                        hops = net.paths.longest(g)
+                        hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
                         if hops > FREE_HOPS:
                             fabric.route_work += hop_work(hops)
                             if fabric.max_work is not None:
