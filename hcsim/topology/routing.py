@@ -122,7 +122,14 @@ class _Side:
                 hit = _walks_back(node, depth, self, limit)
                 cache[node] = hit = [w[::-1] for w in hit] if self.forward else hit
             else:
-                hit = _build_walks(node, depth, self, limit, cache, self.forward)
+                ways = _ways(node, depth, self)
+                base = cache.get(ways[0][0]) if len(ways) == 1 else None
+                if base is not None:  # one way in, from a node whose walks are known: extend them
+                    link = ways[0][1]
+                    hit = cache[node] = ([w + (link,) for w in base] if self.forward
+                                         else [(link,) + w for w in base])
+                else:
+                    hit = _build_walks(node, depth, self, limit, cache, self.forward)
         return hit
 
 
