@@ -379,6 +379,10 @@ class Fabric:
         self._next_drain = math.inf
         self._min_end = math.inf  # the earliest drain time (s_end.min()) unless _ends_dirty
         self._ends_dirty = False  # some drain time may have risen since _min_end was taken
+        # the flows that may drain soon: every slot whose drain time is at most _near_T is in
+        # _near (marked in s_near), so a drain by then scans those, not every slot
+        self._near = np.zeros(0, dtype=np.int64)
+        self._near_T = -math.inf
         self._t0 = 0.0
         self.instants = 0
         self.entries = 0
@@ -430,7 +434,13 @@ class Fabric:
         """The next instant: the earliest queued event or flow drain. The earliest drain time is
         scanned for again only after drains or new rates (a start can only lower it)."""
         if self._ends_dirty:
-            self._min_end = float(self.s_end.min())
+            near = self._near
+            m = float(self.s_end[near].min()) if near.size else math.inf
+            if m > self._near_T:  # none due by _near_T: the earliest is further out, found by a full scan
+                m = float(self.s_end.min())
+                if m < math.inf:
+                    self._rebuild_near(m)
+            self._min_end = m
             self._ends_dirty = False
         self._next_drain = self._min_end  # what the next instant drains by
         t = self.heap[0][0] if self.heap else math.inf
@@ -499,6 +509,7 @@ class Fabric:
         ext("s_t0", 0.0, float)
         ext("s_end", np.inf, float)
         ext("s_active", False, bool)
+        ext("s_near", False, bool)
         free_old = getattr(self, "free", np.zeros(0, dtype=np.int64))[: getattr(self, "n_free", 0)]
         self.free = np.concatenate([free_old, np.arange(size - 1, old - 1, -1, dtype=np.int64),
                                     np.zeros(size, dtype=np.int64)])
@@ -543,11 +554,42 @@ class Fabric:
             ends = now + nbytes / rate
             self.s_end[slots] = ends
             self._min_end = min(self._min_end, float(ends.min()))
+            self._near_add(slots[ends <= self._near_T])
+
+    def _near_add(self, slots):
+        """Flows ``slots`` now drain by ``_near_T``: into the near set (once)."""
+        if slots.size:
+            slots = slots[~self.s_near[slots]]
+            self.s_near[slots] = True
+            self._near = np.concatenate([self._near, slots])
+
+    def _rebuild_near(self, x: float) -> None:
+        """The near set again, for a horizon ``_near_T`` of at least ``x``: about the sixteenth of
+        the flows that drain first (estimated on a sample of the slots), at least those due by ``x``."""
+        ends = self.s_end
+        sample = ends[::16]
+        k = sample.size // 16
+        t = float(np.partition(sample, k)[k])
+        if t == math.inf:  # few flows: all of them
+            finite = ends[ends < math.inf]
+            t = float(finite.max()) if finite.size else x
+        horizon = max(x, t)
+        self.s_near[self._near] = False
+        near = np.flatnonzero(ends <= horizon)
+        self.s_near[near] = True
+        self._near, self._near_T = near, horizon
 
     def _drain(self, now, tol):
-        done = np.flatnonzero(self.s_end <= now + tol)
-        if not done.size:
+        x = now + tol
+        if x > self._near_T:
+            self._rebuild_near(x)
+        near = self._near
+        due = self.s_end[near] <= x
+        if not due.any():
             return
+        done = np.sort(near[due])  # every flow due by x, in slot order
+        self.s_near[done] = False
+        self._near = near[~due]
         d_runs = self.s_run[done]
         d_steps = self.s_step[done]
         d_local = self.s_local[done]
@@ -667,8 +709,10 @@ class Fabric:
             self.s_rem[changed] = rem
             self.s_t0[changed] = now
             self.s_rate[changed] = new
-            self.s_end[changed] = now + rem / new
+            ends = now + rem / new
+            self.s_end[changed] = ends
             self._ends_dirty = True
+            self._near_add(changed[ends <= self._near_T])
         self._need_full = False
 
     def _demand(self, paths: np.ndarray, width: int) -> np.ndarray:
