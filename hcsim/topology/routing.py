@@ -258,6 +258,8 @@ class SearchCache:
         self._bwd: dict[int, _Side] = {}
         self._direct: dict[int, dict] = {}
         self._in_links: dict = {}  # node -> {predecessor: links}, built as walks need them
+        self._unique: dict = {}  # (src, dst) -> its only shortest path (kept when links reverse)
+        self._rev = None  # each link's reverse (a list), False when links do not pair up, None: not known yet
         self._out_links: dict = {}  # node -> {successor: links}
         self._entries = 0
 
@@ -313,6 +315,10 @@ class SearchCache:
         link = self._direct_link(src, dst)
         if link is not None:
             return [(link,)]
+        back = self._unique.get((dst, src))
+        if back is not None:  # the one shortest path the other way, walked back
+            rev = self._rev
+            return [tuple([rev[link] for link in reversed(back)])]
         f = self._fwd.get(src) or self._side(src, True)
         b = self._bwd.get(dst) or self._side(dst, False)
         f_sets, b_sets, f_cost, b_cost = f.sets, b.sets, f.cost, b.cost
@@ -336,7 +342,32 @@ class SearchCache:
             self._entries += added
             if self._entries > self.max_entries:
                 self._trim((f, b))
+        if len(paths) == 1 and max_paths > 1 and self._reversible():
+            self._unique[(src, dst)] = paths[0]
         return paths
+
+    def _reversible(self) -> bool:
+        """Whether every link has exactly one link back and no two links join the same nodes the
+        same way (``_rev``: each link's reverse, made on first call). Then reversing is a one-to-one
+        map between the shortest paths from a to b and those from b to a, so a pair with a
+        single shortest path gives the other way's single path without a search."""
+        if self._rev is None:
+            way: dict = {}
+            for u, adj in enumerate(self.out_adj):
+                for v, link in adj:
+                    if (u, v) in way:
+                        self._rev = False  # parallel links
+                        return False
+                    way[(u, v)] = link
+            rev = [0] * len(way)
+            for (u, v), link in way.items():
+                back = way.get((v, u))
+                if back is None or link >= len(rev):
+                    self._rev = False
+                    return False
+                rev[link] = back
+            self._rev = rev
+        return self._rev is not False
 
 
 def _join(meet, i: int, j: int, f: _Side, b: _Side, max_paths: int) -> list:
