@@ -155,6 +155,101 @@ def _shared_drain(pair: np.ndarray, start: np.ndarray, nbytes: np.ndarray, bw: n
     return out
 
 
+def _rows_of(off: np.ndarray, n: np.ndarray):
+    """Positions of rows starting at ``off`` with ``n`` entries each (concatenated)."""
+    total = int(n.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.arange(total, dtype=np.int64) + np.repeat(off - (np.cumsum(n) - n), n)
+
+
+class _RouteTable:
+    """The node pairs one fabric has routed under one set of routing options, each with its
+    route group (its paths as ids in the topology's path store, their largest latency, whether
+    all reduce inline), looked up a step at a time with numpy instead of a call per pair.
+
+    Keys are the engine's pair keys (``(src node * nodes + dst node) * 2 + exchange``). They sit
+    in a sorted array and a small sorted array of recent additions, merged into the first once
+    it has grown to a quarter of its size, so adding keys costs amortised O(log) each. A key may
+    be *counted* (its routing work charged to the fabric) before it is routed: its group is -1
+    until then (a work bound can stop a run between the two)."""
+
+    def __init__(self):
+        empty = np.zeros(0, dtype=np.int64)
+        self.keys, self.gid = empty, empty  # sorted keys and their groups
+        self.new_keys, self.new_gid = empty, empty  # recent additions, sorted
+        self.n_groups = 0
+        self.g_off = np.zeros(64, dtype=np.int64)  # group -> its first path in ``flat``
+        self.g_n = np.zeros(64, dtype=np.int64)  # group -> how many paths
+        self.g_lat = np.zeros(64)
+        self.g_inline = np.zeros(64, dtype=bool)
+        self.flat = np.zeros(256, dtype=np.int64)
+        self.n_flat = 0
+
+    def lookup(self, keys: np.ndarray) -> np.ndarray:
+        """Group of each of ``keys``: -2 for a key never counted, -1 for one counted but not
+        routed yet."""
+        out = np.full(keys.size, -2, dtype=np.int64)
+        for k, g in ((self.keys, self.gid), (self.new_keys, self.new_gid)):
+            if k.size:
+                pos = np.minimum(np.searchsorted(k, keys), k.size - 1)
+                hit = k[pos] == keys
+                out[hit] = g[pos[hit]]
+        return out
+
+    def count(self, keys: np.ndarray) -> None:
+        """Add ``keys`` (sorted, none of them present) as counted, not yet routed."""
+        if not keys.size:
+            return
+        k = np.concatenate([self.new_keys, keys])
+        g = np.concatenate([self.new_gid, np.full(keys.size, -1, dtype=np.int64)])
+        order = np.argsort(k, kind="stable")
+        self.new_keys, self.new_gid = k[order], g[order]
+        if self.new_keys.size * 4 > self.keys.size:
+            k = np.concatenate([self.keys, self.new_keys])
+            g = np.concatenate([self.gid, self.new_gid])
+            order = np.argsort(k, kind="stable")
+            self.keys, self.gid = k[order], g[order]
+            self.new_keys, self.new_gid = self.new_keys[:0], self.new_gid[:0]
+
+    def set_groups(self, keys: np.ndarray, groups: list, p_lat: np.ndarray, p_inline: np.ndarray) -> None:
+        """Record the routes of ``keys`` (sorted, all counted): ``groups[i]`` the path ids of
+        ``keys[i]``."""
+        m = len(groups)
+        if not m:
+            return
+        n = np.fromiter(map(len, groups), dtype=np.int64, count=m)
+        flat = np.fromiter((pid for g in groups for pid in g), dtype=np.int64, count=int(n.sum()))
+        ptr = np.concatenate([[0], np.cumsum(n)])
+        g0, f0 = self.n_groups, self.n_flat
+        self._reserve(g0 + m, f0 + flat.size)
+        self.g_off[g0:g0 + m] = f0 + ptr[:-1]
+        self.g_n[g0:g0 + m] = n
+        self.g_lat[g0:g0 + m] = np.maximum.reduceat(p_lat[flat], ptr[:-1])
+        self.g_inline[g0:g0 + m] = np.logical_and.reduceat(p_inline[flat], ptr[:-1])
+        self.flat[f0:f0 + flat.size] = flat
+        self.n_groups, self.n_flat = g0 + m, f0 + flat.size
+        ids = np.arange(g0, g0 + m, dtype=np.int64)
+        for k, g in ((self.keys, self.gid), (self.new_keys, self.new_gid)):
+            if k.size:
+                pos = np.minimum(np.searchsorted(k, keys), k.size - 1)
+                hit = k[pos] == keys
+                g[pos[hit]] = ids[hit]
+
+    def _reserve(self, groups: int, flat: int) -> None:
+        if groups > self.g_off.size:
+            size = max(groups, 2 * self.g_off.size)
+            for name in ("g_off", "g_n", "g_lat", "g_inline"):
+                a = getattr(self, name)
+                b = np.zeros(size, dtype=a.dtype)
+                b[:a.size] = a
+                setattr(self, name, b)
+        if flat > self.flat.size:
+            b = np.zeros(max(flat, 2 * self.flat.size), dtype=np.int64)
+            b[:self.flat.size] = self.flat
+            self.flat = b
+
+
 @dataclass(frozen=True)
 class _StepRouting:
     """What a step's rank arrays determine; shared by steps that reuse the same arrays."""
@@ -264,7 +359,7 @@ class Fabric:
         """Work of contention-free passes run on this fabric (:data:`WORK_PER_INSTANT` a step)."""
         self.route_work = 0
         """Work of routing: :data:`WORK_PER_INSTANT` per rank pair the fabric's runs route."""
-        self.routed: set = set()  # (node pair key, routing options) this fabric has counted
+        self.route_tables: dict = {}  # routing options -> _RouteTable of the node pairs counted
         self.job_work = 0
         """Work a job's runner counts for its own bookkeeping (:data:`hcsim.limits.WORK_PER_RANK_OP`)."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
@@ -291,6 +386,12 @@ class Fabric:
         self._grow(1024)
         self._need_full = False
         self._next_drain = math.inf
+        self._min_end = math.inf  # the earliest drain time (s_end.min()) unless _ends_dirty
+        self._ends_dirty = False  # some drain time may have risen since _min_end was taken
+        # the flows that may drain soon: every slot whose drain time is at most _near_T is in
+        # _near (marked in s_near), so a drain by then scans those, not every slot
+        self._near = np.zeros(0, dtype=np.int64)
+        self._near_T = -math.inf
         self._t0 = 0.0
         self.instants = 0
         self.entries = 0
@@ -339,7 +440,18 @@ class Fabric:
         self._t0 = now
 
     def next_time(self) -> float:
-        self._next_drain = float(self.s_end.min())
+        """The next instant: the earliest queued event or flow drain. The earliest drain time is
+        scanned for again only after drains or new rates (a start can only lower it)."""
+        if self._ends_dirty:
+            near = self._near
+            m = float(self.s_end[near].min()) if near.size else math.inf
+            if m > self._near_T:  # none due by _near_T: the earliest is further out, found by a full scan
+                m = float(self.s_end.min())
+                if m < math.inf:
+                    self._rebuild_near(m)
+            self._min_end = m
+            self._ends_dirty = False
+        self._next_drain = self._min_end  # what the next instant drains by
         t = self.heap[0][0] if self.heap else math.inf
         return min(t, self._next_drain)
 
@@ -406,6 +518,7 @@ class Fabric:
         ext("s_t0", 0.0, float)
         ext("s_end", np.inf, float)
         ext("s_active", False, bool)
+        ext("s_near", False, bool)
         free_old = getattr(self, "free", np.zeros(0, dtype=np.int64))[: getattr(self, "n_free", 0)]
         self.free = np.concatenate([free_old, np.arange(size - 1, old - 1, -1, dtype=np.int64),
                                     np.zeros(size, dtype=np.int64)])
@@ -424,6 +537,7 @@ class Fabric:
     def add_flows(self, run_id, k, paths, tr, nbytes, now):
         """Start flows of run ``run_id``'s step ``k``: transfer ``tr[i]`` moves ``nbytes[i]``
         over path ``paths[i]``."""
+        self._refresh_paths()  # routes made since the last flows started (a cheap test otherwise)
         mat = self._path_mat[paths]
         res = mat.ravel()
         np.add.at(self.res_demand, res, self._demand(paths, mat.shape[1]))
@@ -446,12 +560,45 @@ class Fabric:
             # (also when a recomputation is due at this instant: it would give them just that)
             rate = self._path_bw[paths]
             self.s_rate[slots] = rate
-            self.s_end[slots] = now + nbytes / rate
+            ends = now + nbytes / rate
+            self.s_end[slots] = ends
+            self._min_end = min(self._min_end, float(ends.min()))
+            self._near_add(slots[ends <= self._near_T])
+
+    def _near_add(self, slots):
+        """Flows ``slots`` now drain by ``_near_T``: into the near set (once)."""
+        if slots.size:
+            slots = slots[~self.s_near[slots]]
+            self.s_near[slots] = True
+            self._near = np.concatenate([self._near, slots])
+
+    def _rebuild_near(self, x: float) -> None:
+        """The near set again, for a horizon ``_near_T`` of at least ``x``: about the sixteenth of
+        the flows that drain first (estimated on a sample of the slots), at least those due by ``x``."""
+        ends = self.s_end
+        sample = ends[::16]
+        k = sample.size // 16
+        t = float(np.partition(sample, k)[k])
+        if t == math.inf:  # few flows: all of them
+            finite = ends[ends < math.inf]
+            t = float(finite.max()) if finite.size else x
+        horizon = max(x, t)
+        self.s_near[self._near] = False
+        near = np.flatnonzero(ends <= horizon)
+        self.s_near[near] = True
+        self._near, self._near_T = near, horizon
 
     def _drain(self, now, tol):
-        done = np.flatnonzero(self.s_end <= now + tol)
-        if not done.size:
+        x = now + tol
+        if x > self._near_T:
+            self._rebuild_near(x)
+        near = self._near
+        due = self.s_end[near] <= x
+        if not due.any():
             return
+        done = np.sort(near[due])  # every flow due by x, in slot order
+        self.s_near[done] = False
+        self._near = near[~due]
         d_runs = self.s_run[done]
         d_steps = self.s_step[done]
         d_local = self.s_local[done]
@@ -462,6 +609,7 @@ class Fabric:
         np.subtract.at(self.res_demand, freed, self._demand(self.s_path[done], mat.shape[1]))
         self.res_demand[self.pad] = 0.0
         self.s_end[done] = np.inf
+        self._ends_dirty = True
         self.s_active[done] = False
         if self._hot is not None:
             self._hot_drained.append(done)
@@ -570,7 +718,10 @@ class Fabric:
             self.s_rem[changed] = rem
             self.s_t0[changed] = now
             self.s_rate[changed] = new
-            self.s_end[changed] = now + rem / new
+            ends = now + rem / new
+            self.s_end[changed] = ends
+            self._ends_dirty = True
+            self._near_add(changed[ends <= self._near_T])
         self._need_full = False
 
     def _demand(self, paths: np.ndarray, width: int) -> np.ndarray:
@@ -644,6 +795,7 @@ class _DemandBound:
             return True
         self.seen.add(id(r))
         fabric = self.sim.fabric
+        fabric._refresh_paths()
         src = np.repeat(step.src, np.diff(r.sub_ptr))
         mat = fabric._path_mat[r.sub_path]
         key = (src[:, None] * self.n_res + mat).ravel()
@@ -785,12 +937,29 @@ class FlowSimulator:
                 self.contention_free = True
                 return t
         if env is None:
-            import simpy  # only the event-driven path needs a clock
-
-            env = simpy.Environment()
+            return self._run_alone()
         proc = env.process(self.process(env))
         env.run(until=proc)
         return proc.value
+
+    def _run_alone(self) -> float:
+        """:meth:`process` on a clock of its own instead of a SimPy environment (``run()``
+        without one): the same instants at the same times in the same order, the same errors,
+        without a SimPy event per instant. Time starts at 0, as a new environment's does."""
+        fabric = self.fabric
+        t0 = 0  # simpy.Environment().now
+        fabric.start(t0)
+        now = t0 + self.cfg.launch_overhead_s if self.cfg.launch_overhead_s else t0
+        self.enter(np.arange(self.p), now)
+        fabric.instant(now)
+        while True:
+            t = fabric.next_time()
+            if t == math.inf:
+                fabric._hot = None  # as Fabric.process: nothing left to share
+                break
+            fabric.instant(t)
+        self.check_finished()
+        return float(self.finish_s.max()) - t0
 
     def contention_free_time(self) -> float:
         """The schedule's time if every transfer ran alone on its path (seconds).
@@ -861,6 +1030,7 @@ class FlowSimulator:
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
                             self._server)
             r = st.route
+            fabric._refresh_paths()
             bw = (self.fabric._path_bw[r.sub_path] if r.single
                   else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
                                  for i in range(st.n)]))
@@ -958,7 +1128,6 @@ class FlowSimulator:
         if hit is not None and hit[0] is step.src and hit[1] is step.dst and (
                 not self._limits_exchanges or hit[2] is step.nbytes):
             self._route_cache = (step.src, step.dst, hit[3], step.nbytes)
-            self.fabric._refresh_paths()
             return hit[3]
         net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
@@ -973,49 +1142,59 @@ class FlowSimulator:
         if same is not None and np.array_equal(same[0], keys):
             self._route_cache = (step.src, step.dst, same[1], step.nbytes)
             fabric.routes[key] = (step.src, step.dst, step.nbytes, same[1])
-            fabric._refresh_paths()
             return same[1]
         uniq, inv = np.unique(keys, return_inverse=True)
         # routing is work too: each rank pair counts once per fabric (a call, or a job), counted and
         # bounded before it is done; whether or not the topology has searched it before, so a
         # call's work (and whether a bound stops it) does not depend on what ran on it earlier
-        routed, opts = fabric.routed, (policy, seed, qps)
-        new = [u for u in uniq.tolist() if (u, opts) not in routed]
-        routed.update((u, opts) for u in new)
-        fabric.route_work += WORK_PER_INSTANT * len(new)
+        opts = (policy, seed, qps)
+        table = fabric.route_tables.get(opts)
+        if table is None:
+            table = fabric.route_tables[opts] = _RouteTable()
+        gid = table.lookup(uniq)
+        new = uniq[gid == -2]
+        table.count(new)
+        fabric.route_work += WORK_PER_INSTANT * new.size
         if fabric.max_work is not None:
-            fabric.check_work(None, f"before routing {len(new)} rank pairs")
-        groups = []
-        fresh = set(new)
-        for u in uniq.tolist():
-            g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
-            groups.append(g)
-            if u in fresh:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
-                # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
-                hops = net.paths.longest(g)
-                if hops > FREE_HOPS:
-                    fabric.route_work += hop_work(hops)
-                    if fabric.max_work is not None:
-                        fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
-        _, _, p_lat, p_inline, _ = net.paths.arrays()
-        g_n = np.array([len(g) for g in groups], dtype=np.int64)
-        g_ptr = np.concatenate([[0], np.cumsum(g_n)])
-        g_flat = np.array([pid for g in groups for pid in g], dtype=np.int64)
-        g_lat = np.maximum.reduceat(p_lat[g_flat], g_ptr[:-1]) if len(groups) else np.zeros(0)
-        g_inline = np.logical_and.reduceat(p_inline[g_flat], g_ptr[:-1]) if len(groups) else np.zeros(0, bool)
-        sub_ptr = np.concatenate([[0], np.cumsum(g_n[inv])])
-        pos, _ = _csr_rows(g_ptr, inv)
+            fabric.check_work(None, f"before routing {new.size} rank pairs")
+        todo = np.flatnonzero(gid < 0)
+        if todo.size:  # pairs this fabric has not routed: the topology's routes (searched, or kept)
+            fresh = np.zeros(uniq.size, dtype=bool)
+            fresh[np.searchsorted(uniq, new)] = True
+            groups, done = [], []
+            ptr = net.paths.res_ptr
+            try:
+                for u, is_new in zip(uniq[todo].tolist(), fresh[todo].tolist(), strict=True):
+                    g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
+                    groups.append(g)
+                    done.append(u)
+                    if is_new:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
+                        # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
+                        hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
+                        if hops > FREE_HOPS:
+                            fabric.route_work += hop_work(hops)
+                            if fabric.max_work is not None:
+                                fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
+            finally:
+                _, _, p_lat, p_inline, _ = net.paths.arrays()
+                table.set_groups(np.array(done, dtype=np.int64), groups, p_lat, p_inline)
+            gid = table.lookup(uniq)
+        g_n = table.g_n[gid]
+        single = bool((g_n == 1).all())
+        sub_n = g_n[inv]
+        sub_ptr = np.concatenate([[0], np.cumsum(sub_n)])
+        gk = gid[inv]
+        sub_path = table.flat[table.g_off[gk]] if single else table.flat[_rows_of(table.g_off[gk], sub_n)]
         n_out = np.bincount(step.src, minlength=self.p)
         n_in = np.bincount(step.dst, minlength=self.p)
-        route = _StepRouting(sub_ptr, g_flat[pos], g_lat[inv], g_inline[inv],
+        route = _StepRouting(sub_ptr, sub_path, table.g_lat[gk], table.g_inline[gk],
                              np.concatenate([[0], np.cumsum(n_out)]), np.argsort(step.src, kind="stable"),
                              np.concatenate([[0], np.cumsum(n_in)]), np.argsort(step.dst, kind="stable"),
-                             n_out + n_in, bool((g_n == 1).all()),
+                             n_out + n_in, single,
                              bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
         self._route_cache = (step.src, step.dst, route, step.nbytes)
         self.fabric.routes[key] = (step.src, step.dst, step.nbytes, route)
         self.fabric.routes[content] = (keys, route)
-        self.fabric._refresh_paths()
         return route
 
     @property

@@ -74,11 +74,12 @@ class _Side:
     layer closer) are read back from the other adjacency when a walk needs them, so a side
     holds only node numbers."""
 
-    __slots__ = ("start", "nbrs", "deg", "back", "forward", "layers", "sets", "cost", "seen", "walk_cache")
+    __slots__ = ("start", "nbrs", "deg", "back", "forward", "layers", "sets", "cost", "seen", "walk_cache", "link_maps")
 
-    def __init__(self, start: int, nbrs, deg, back, forward: bool):
+    def __init__(self, start: int, nbrs, deg, back, forward: bool, link_maps: dict | None = None):
         self.start = start
         self.nbrs, self.deg, self.back, self.forward = nbrs, deg, back, forward
+        self.link_maps = {} if link_maps is None else link_maps  # node -> {neighbour: its links}, shared
         self.layers = [(start,)]
         self.sets = [{start}]
         self.cost = [deg[start]]
@@ -118,10 +119,17 @@ class _Side:
         hit = cache.get(node)
         if hit is None:
             if depth > _BUILD_DEPTH:
-                hit = _walks_back(node, depth, self.back, self.sets, limit)
+                hit = _walks_back(node, depth, self, limit)
                 cache[node] = hit = [w[::-1] for w in hit] if self.forward else hit
             else:
-                hit = _build_walks(node, depth, self.back, self.sets, limit, cache, self.forward)
+                ways = _ways(node, depth, self)
+                base = cache.get(ways[0][0]) if len(ways) == 1 else None
+                if base is not None:  # one way in, from a node whose walks are known: extend them
+                    link = ways[0][1]
+                    hit = cache[node] = ([w + (link,) for w in base] if self.forward
+                                         else [(link,) + w for w in base])
+                else:
+                    hit = _build_walks(node, depth, self, limit, cache, self.forward)
         return hit
 
 
@@ -129,7 +137,7 @@ _BUILD_DEPTH = 8
 """Walks to a node at most this far from a side's start are built from its ways' walks (kept)."""
 
 
-def _build_walks(node, depth, back, sets, limit, cache, forward) -> list:
+def _build_walks(node, depth, side, limit, cache, forward) -> list:
     """Walks to ``node`` as its ways' walks extended by one link (each way's in turn, the first
     ``limit`` in all), every node on the way computed once and kept in ``cache``."""
     stack = [(node, depth)]
@@ -138,7 +146,7 @@ def _build_walks(node, depth, back, sets, limit, cache, forward) -> list:
         if v in cache:
             stack.pop()
             continue
-        ways = _ways(v, k, back, sets)
+        ways = _ways(v, k, side)
         missing = [(u, k - 1) for u, _ in ways if u not in cache]
         if missing:
             stack += missing
@@ -157,11 +165,20 @@ def _build_walks(node, depth, back, sets, limit, cache, forward) -> list:
     return cache[node]
 
 
-def _ways(v: int, k: int, back, sets) -> list:
-    """The ways into ``v`` (at depth ``k`` >= 1) from layer ``k - 1``: ``(node, link)`` sorted
-    by node (stable, so parallel links keep their adjacency order)."""
-    prev = sets[k - 1]
-    ways = [w for w in back[v] if w[0] in prev]
+def _ways(v: int, k: int, side) -> list:
+    """The ways into ``v`` (at depth ``k`` >= 1) from layer ``k - 1`` of ``side``: ``(node, link)``
+    sorted by node (stable, so parallel links keep their adjacency order). A switch with hundreds
+    of links next to a layer of a few nodes: each of those looked up in the switch's links by
+    neighbour (the same ways, in the same order: a layer is sorted, and a neighbour's links keep
+    their adjacency order)."""
+    back = side.back[v]
+    prev = side.sets[k - 1]
+    if len(prev) < len(back):
+        links = side.link_maps.get(v)
+        if links is None:
+            links = side.link_maps[v] = _link_map(back)
+        return [(u, link) for u in side.layers[k - 1] if u in links for link in links[u]]
+    ways = [w for w in back if w[0] in prev]
     if len(ways) > 1:
         ways.sort(key=_first)
     return ways
@@ -171,13 +188,25 @@ def _first(way):
     return way[0]
 
 
-def _walks_back(node: int, depth: int, back, sets, limit: int) -> list:
+def _link_map(adj) -> dict:
+    """``{neighbour: [links]}`` of one node's adjacency list, each neighbour's links in list order."""
+    out: dict = {}
+    for u, link in adj:
+        got = out.get(u)
+        if got is None:
+            out[u] = [link]
+        else:
+            got.append(link)
+    return out
+
+
+def _walks_back(node: int, depth: int, side, limit: int) -> list:
     """:func:`_walks` over the ways :func:`_ways` reads back: from ``node`` at ``depth`` to
     layer 0, as tuples of links in walk order."""
     if depth == 0:
         return [()]
     out, links = [], []
-    frames = [iter(_ways(node, depth, back, sets))]
+    frames = [iter(_ways(node, depth, side))]
     while frames:
         step = next(frames[-1], None)
         if step is None:
@@ -194,7 +223,7 @@ def _walks_back(node: int, depth: int, back, sets, limit: int) -> list:
             if len(out) >= limit:
                 break
         else:
-            frames.append(iter(_ways(v, k, back, sets)))
+            frames.append(iter(_ways(v, k, side)))
     return out
 
 
@@ -228,6 +257,10 @@ class SearchCache:
         self._fwd: dict[int, _Side] = {}
         self._bwd: dict[int, _Side] = {}
         self._direct: dict[int, dict] = {}
+        self._in_links: dict = {}  # node -> {predecessor: links}, built as walks need them
+        self._unique: dict = {}  # (src, dst) -> its only shortest path (kept when links reverse)
+        self._rev = None  # each link's reverse (a list), False when links do not pair up, None: not known yet
+        self._out_links: dict = {}  # node -> {successor: links}
         self._entries = 0
 
     def _side(self, node: int, forward: bool) -> _Side:
@@ -237,9 +270,9 @@ class SearchCache:
             if len(table) >= self.max_nodes:
                 self._entries -= len(table.pop(next(iter(table))).seen)
             if forward:
-                side = _Side(node, self._out_nbrs, self._out_deg, self.in_adj, True)
+                side = _Side(node, self._out_nbrs, self._out_deg, self.in_adj, True, self._in_links)
             else:
-                side = _Side(node, self._in_nbrs, self._in_deg, self.out_adj, False)
+                side = _Side(node, self._in_nbrs, self._in_deg, self.out_adj, False, self._out_links)
             table[node] = side
             self._entries += 1
         return side
@@ -282,6 +315,10 @@ class SearchCache:
         link = self._direct_link(src, dst)
         if link is not None:
             return [(link,)]
+        back = self._unique.get((dst, src))
+        if back is not None:  # the one shortest path the other way, walked back
+            rev = self._rev
+            return [tuple([rev[link] for link in reversed(back)])]
         f = self._fwd.get(src) or self._side(src, True)
         b = self._bwd.get(dst) or self._side(dst, False)
         f_sets, b_sets, f_cost, b_cost = f.sets, b.sets, f.cost, b.cost
@@ -305,7 +342,32 @@ class SearchCache:
             self._entries += added
             if self._entries > self.max_entries:
                 self._trim((f, b))
+        if len(paths) == 1 and max_paths > 1 and self._reversible():
+            self._unique[(src, dst)] = paths[0]
         return paths
+
+    def _reversible(self) -> bool:
+        """Whether every link has exactly one link back and no two links join the same nodes the
+        same way (``_rev``: each link's reverse, made on first call). Then reversing is a one-to-one
+        map between the shortest paths from a to b and those from b to a, so a pair with a
+        single shortest path gives the other way's single path without a search."""
+        if self._rev is None:
+            way: dict = {}
+            for u, adj in enumerate(self.out_adj):
+                for v, link in adj:
+                    if (u, v) in way:
+                        self._rev = False  # parallel links
+                        return False
+                    way[(u, v)] = link
+            rev = [0] * len(way)
+            for (u, v), link in way.items():
+                back = way.get((v, u))
+                if back is None or link >= len(rev):
+                    self._rev = False
+                    return False
+                rev[link] = back
+            self._rev = rev
+        return self._rev is not False
 
 
 def _join(meet, i: int, j: int, f: _Side, b: _Side, max_paths: int) -> list:
