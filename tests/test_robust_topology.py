@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import math
 import tempfile
-import time
 from pathlib import Path
 
 import networkx as nx
@@ -205,12 +204,21 @@ WORK_FILES = [
 ]
 
 
+def count_links_built(monkeypatch) -> list:
+    """Counts the links any graph gets while the test runs (a refusal "at once" builds none of
+    the requested topology: a count, not a clock, so the check holds on a loaded machine)."""
+    added = []
+    real = nx.DiGraph.add_edge
+    monkeypatch.setattr(nx.DiGraph, "add_edge", lambda self, *a, **k: added.append(1) or real(self, *a, **k))
+    return added
+
+
 @pytest.mark.parametrize("content,needles", WORK_FILES, ids=range(len(WORK_FILES)))
-def test_oversized_file_is_refused_at_once(tmp_path, content, needles):
+def test_oversized_file_is_refused_at_once(tmp_path, content, needles, monkeypatch):
     path = write(tmp_path, content)
-    start = time.perf_counter()
+    added = count_links_built(monkeypatch)
     one_line(lambda: load_topology(path), str(path), *needles, kind=WorkLimitError)
-    assert time.perf_counter() - start < 2
+    assert len(added) <= 1000  # refused before the oversized graph is built
 
 
 @pytest.mark.parametrize("content,needle", [
@@ -316,11 +324,11 @@ def test_servers_on_topologies_that_cannot_scale(tmp_path):
     one_line(lambda: load_topology(ring(4, 1e9), servers=2), "overrides = ['servers']")
 
 
-def test_servers_refuses_beyond_the_limit_at_once():
-    start = time.perf_counter()
+def test_servers_refuses_beyond_the_limit_at_once(monkeypatch):
+    added = count_links_built(monkeypatch)
     one_line(lambda: load_topology("atlas900-a2-pod", servers=10_000), "servers = 10000", "80,000 NPUs",
              kind=WorkLimitError)
-    assert time.perf_counter() - start < 1
+    assert added == []  # refused before building
 
 
 # ---- 3. builders ------------------------------------------------------------------------
@@ -379,11 +387,11 @@ HUGE = [
 
 
 @pytest.mark.parametrize("fn,args,kw", HUGE, ids=range(len(HUGE)))
-def test_builders_refuse_beyond_the_limits_before_building(fn, args, kw):
-    start = time.perf_counter()
+def test_builders_refuse_beyond_the_limits_before_building(fn, args, kw, monkeypatch):
+    added = count_links_built(monkeypatch)
     text = one_line(lambda: fn(*args, **kw), "would make", "at most", "hcsim.limits.MAX_", kind=WorkLimitError)
     assert text.split(" = ")[0].isidentifier()  # it starts by naming an argument
-    assert time.perf_counter() - start < 0.5
+    assert added == []  # refused before building
 
 
 SMALL = [

@@ -2,7 +2,6 @@
 the published formulas; every refusal is one line naming the parameter."""
 
 import inspect
-import time
 
 import numpy as np
 import pytest
@@ -293,11 +292,11 @@ def test_training_step_granularity_stage_fuses():
     assert len(stage.ops) < len(layer.ops)
 
 
-def test_training_step_builds_fast_at_scale():
-    t = time.perf_counter()
+def test_training_step_stays_small_at_scale():
+    """A 1,024-NPU step of 16 micro-batches is tens of thousands of operations, not millions
+    (its build time is measured in the jobs benchmark, not here)."""
     w = training_step("gpt3-175b", Layout(tp=8, pp=4, dp=32), CT, micro_batches=16)
-    took = time.perf_counter() - t
-    assert len(w.ops) < 60_000 and took < 3.0  # ~0.6 s alone on this machine
+    assert len(w.ops) < 60_000
     w.check(1024)
 
 
