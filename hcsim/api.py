@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import itertools
 import math
 import numbers
 import re
@@ -543,10 +544,12 @@ def _whole_call(exc: WorkLimitError, max_work, before: int) -> WorkLimitError:
 def _send_matrix(send_matrix, p: int):
     """``send_matrix`` as a p x p integer array, or a one-line error."""
     allowed = f"a {p} x {p} matrix of whole byte counts >= 0 (row i: what rank i sends to each rank)"
-    try:
-        rows = [list(row) for row in send_matrix]
+    try:  # never more than one row or column past p (an endless iterator is not listed)
+        rows = [list(itertools.islice(iter(row), p + 1)) for row in itertools.islice(iter(send_matrix), p + 1)]
     except TypeError:
         raise bad_value("send_matrix", send_matrix, allowed) from None
+    except Exception:  # an object whose iteration fails
+        raise bad_value("send_matrix", f"a {type(send_matrix).__name__} that does not read as rows", allowed) from None
     if len(rows) != p or any(len(row) != p for row in rows):
         raise bad_value("send_matrix", f"{len(rows)} rows of lengths {sorted({len(r) for r in rows})}", allowed)
     cells = [x for row in rows for x in row]

@@ -159,3 +159,15 @@ def test_ahc_segments_match_hccl_example():
 
     units, segs = segments([2, 3])
     assert units == 6 and [(a, b) for a, b, _ in segs] == [(0, 2), (2, 3), (3, 4), (4, 6)]
+
+
+@pytest.mark.parametrize("collective,algo", [("allgather", "mesh/pipeline"), ("allreduce", "ring/pipeline"),
+                                             ("reducescatter", "mesh/pipeline"), ("allreduce", "mesh/ahc")])
+@pytest.mark.parametrize("mode", ["des", "analytical"])
+def test_a_two_level_algorithm_is_not_a_level(collective, algo, mode):
+    """pipeline and AHC are hierarchical already: as a level of a composition they are refused in
+    one line (their closed forms take one alpha/beta/gamma per level; a level gets one)."""
+    from hcsim.topology.builders import full_mesh
+
+    with pytest.raises(hcsim.HcsimError, match="a one-level algorithm"):
+        hcsim.simulate(full_mesh(4, 10e9, 1e-6, npus_per_server=2), collective, "4K", algo, mode=mode)

@@ -398,6 +398,8 @@ class Topology:
                 items = list(itertools.islice(iter(ranks), len(npus) + 1))
             except TypeError:
                 raise bad_value("ranks", ranks, allowed) from None
+            except Exception:  # an object whose iteration fails
+                raise bad_value("ranks", f"a {type(ranks).__name__} that does not read as a list", allowed) from None
             if len(items) > len(npus):
                 raise bad_value("ranks", ranks, f"at most {len(npus)} NPUs (the NPUs of {self.name})")
             chosen = []

@@ -213,6 +213,7 @@ class _Job:
         self.units = [_ComputeUnit(s) for s in speeds]
         self.starts = starts  # per rank: when its streams start
         self.bar = None       # the progress bar run() opens
+        self._frames = None   # while releasing: (ready operations, time) frames, innermost last
         self.max_transfers = max_transfers
         self.index = {op.name: i for i, op in enumerate(self.ops)}
         self.start_s: dict = {}  # (op, rank) -> start
@@ -327,8 +328,27 @@ class _Job:
                 self.waiting[key] -= 1
                 if self.waiting[key] == 0:
                     ready[key[0]].append(key[1])
-        for j in sorted(ready):
-            self._begin(j, ready[j], now)
+        self._release([(j, ready[j]) for j in sorted(ready)], now)
+
+    def _release(self, ready: list, now: float) -> None:
+        """Begin the ``ready`` operations in order, each with all it releases at once (an
+        operation that ends as it begins, a record or a wait, releases its successors before
+        the next ready one begins): depth first, as nested calls would, but on an explicit
+        stack, so a chain of thousands of such operations does not recurse."""
+        if self._frames is not None:  # inside a release: the caller's loop takes this frame next
+            self._frames.append((iter(ready), now))
+            return
+        self._frames = [(iter(ready), now)]
+        try:
+            while self._frames:
+                items, at = self._frames[-1]
+                item = next(items, None)
+                if item is None:
+                    self._frames.pop()
+                    continue
+                self._begin(item[0], item[1], at)
+        finally:
+            self._frames = None
 
     def _begin(self, i: int, ranks: list, now: float) -> None:
         """``ranks`` reached operation ``i`` at ``now`` with everything it waits for done."""
