@@ -889,6 +889,7 @@ class FlowSimulator:
         self.step_count = np.zeros(self.n_steps, dtype=np.int64)
         self.barriers = {int(k): 0 for k in getattr(schedule, "barriers", ())}  # step -> ranks arrived
         self._active = None  # (rank, step) keys of every rank's steps, sorted: built on a long skip
+        self._gid_base = None  # with it: each step's first transfer id (the sizes of the steps before)
         self.next_gid = 0
         self._route_cache = None
         regimes = config.message_regimes
@@ -1215,7 +1216,10 @@ class FlowSimulator:
         st = self.states.get(k)
         if st is None:
             step = self.schedule.steps[k]
-            st = _StepState(k, step, self._routing(step), self.next_gid, self.cfg.record, self.reduce_Bps,
+            # a step's transfer ids follow the steps before it; in step order (as the walk creates
+            # the states) that is next_gid; once ranks jump, from the steps' sizes (_active_index)
+            gid0 = self.next_gid if self._gid_base is None else int(self._gid_base[k])
+            st = _StepState(k, step, self._routing(step), gid0, self.cfg.record, self.reduce_Bps,
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
                             self._server)
             self.next_gid += st.n
@@ -1267,9 +1271,10 @@ class FlowSimulator:
         + step``; built once, on the first long run of idle steps, for schedules of at most
         :data:`ACTIVE_INDEX_TRANSFERS` transfers (None above: the idle steps are walked)."""
         if self._active is None:
-            steps, width, keys, total = self.schedule.steps, self.n_steps + 1, [], 0
+            steps, width, keys, total, sizes = self.schedule.steps, self.n_steps + 1, [], 0, []
             for k in range(self.n_steps):
                 step = steps[k]
+                sizes.append(len(step))
                 total += len(step)
                 if total > ACTIVE_INDEX_TRANSFERS:
                     self._active = False
@@ -1277,6 +1282,7 @@ class FlowSimulator:
                 if len(step):
                     keys.append(np.concatenate([step.src, step.dst]).astype(np.int64) * width + k)
             self._active = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+            self._gid_base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return None if self._active is False else self._active
 
     def _jump(self, ranks: np.ndarray, k: int, now: float):
