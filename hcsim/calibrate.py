@@ -87,6 +87,13 @@ rank reduces at four times its transfer rate, and a reduce-scatter step costs 1.
 step. Used by the corpus for MPI ranks (:data:`hcsim.corpus.CPU_RANK_TRANSPORTS`)."""
 
 
+def _positive(name: str, value, upper: float = 1e30) -> float:
+    """``value`` as a float in (0, upper], or a one-line error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= upper:
+        raise bad_value(name, value, f"a number above 0, at most {upper:g}")
+    return float(value)
+
+
 def with_rank_reduce(topo, ratio: float):
     """``topo`` with every NPU's ``reduce_Bps`` set to ``ratio`` times the rate of its own
     link (the slowest link leaving it), in place; returns it. A CPU rank's link stands for its
@@ -100,6 +107,7 @@ def with_rank_reduce(topo, ratio: float):
     >>> t.npu_spec(t.npus[0]).reduce_Bps
     4000000000.0
     """
+    ratio = _positive("rank_reduce_ratio", ratio, 1e3)
     g = topo.graph
     for n, d in g.nodes(data=True):
         if d.get("kind") != "npu":
@@ -222,7 +230,12 @@ def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int
     """
     from .engine.regimes import MessageRegimes
 
+    local_Bps = _positive("local_Bps", local_Bps, 1e15)
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Integral) or not 0 < threshold <= 1 << 50:
+        raise bad_value("threshold", threshold, "a whole number of bytes from 1 to 2**50")
+
     def build(step_overhead_s: float, link_Bps: float):
+        step_overhead_s, link_Bps = _send_costs(step_overhead_s, link_Bps)
         sends = {"send_overhead_s": (step_overhead_s, 0.0), "send_copy_Bps": (link_Bps, np.inf)} if eager_sends else {}
         return MessageRegimes(from_bytes=(0, int(threshold)), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
                               local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))), **sends)
@@ -249,10 +262,17 @@ def eager_send_regimes():
     from .engine.regimes import MessageRegimes
 
     def build(step_overhead_s: float, link_Bps: float):
+        step_overhead_s, link_Bps = _send_costs(step_overhead_s, link_Bps)
         return MessageRegimes(from_bytes=(0,), overhead_s=(0.0,), efficiency=(1.0,),
                               send_overhead_s=(step_overhead_s,), send_copy_Bps=(link_Bps,))
 
     return build
+
+
+def _send_costs(step_overhead_s: float, link_Bps: float) -> tuple[float, float]:
+    """A fit candidate's step overhead and link rate, kept within what a regime takes (0 to 1 s;
+    1 B/s to 1e15 B/s): a candidate outside is a poor fit, not an error."""
+    return float(min(max(step_overhead_s, 0.0), 1.0)), float(min(max(link_Bps, 1.0), 1e15))
 
 
 def _class_name(klass: tuple[str, float]) -> str:
@@ -557,7 +577,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     launch_us = (d0.launch_overhead_s if klass and fixed_cost == "step" else launch0 * f) * 1e6
     report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
               "fixed_cost": fixed_cost,
-              "rank_reduce_ratio": rank_reduce_ratio,
+              "rank_reduce_ratio": None if rank_reduce_ratio is None else float(rank_reduce_ratio),
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},
               "tiers_unused": [t for t in tiers if t not in used], "step_overhead_us": step * 1e6,

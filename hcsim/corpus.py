@@ -68,7 +68,9 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
         s = systems.setdefault(e["system"], {"system": e["system"], "topology": root / e["topology"],
                                              "transport": e.get("transport"), "entries": [], "frames": []})
         if e.get("nccl_ll_max_GBps") is not None:
-            s["nccl_ll_max_GBps"] = float(e["nccl_ll_max_GBps"])
+            from .calibrate import _positive
+
+            s["nccl_ll_max_GBps"] = _positive("nccl_ll_max_GBps", e["nccl_ll_max_GBps"])
         s["entries"].append(e)
         s["frames"].append(df)
     out = []
@@ -309,8 +311,15 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
     0.25
     """
     from .algorithms.schedule import BUSBW_FACTOR
-    from .calibrate import NCCL_LL_EFFICIENCY
+    from .calibrate import NCCL_LL_EFFICIENCY, _positive
+    from .errors import bad_value
 
+    ll_max_GBps, time_us, size_bytes = (_positive(n, v) for n, v in (("nccl_ll_max_GBps", ll_max_GBps),
+                                                                      ("time_us", time_us), ("size_bytes", size_bytes)))
+    if collective not in BUSBW_FACTOR:
+        raise bad_value("collective", collective, "one of " + ", ".join(sorted(BUSBW_FACTOR)))
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 2:
+        raise bad_value("ranks", ranks, "a whole number of ranks, at least 2")
     ll_algbw = ll_max_GBps * 1e9 / BUSBW_FACTOR[collective](ranks)
     algbw = size_bytes / (time_us * 1e-6)
     return float(min(NCCL_LL_EFFICIENCY, ll_algbw / algbw))

@@ -117,3 +117,28 @@ def test_the_corpus_gives_each_mpi_library_its_regimes():
     assert impi.send_overhead_s == (2e-6,) and impi.send_copy_Bps == (3e8,)
     assert transport_regimes("nccl-net")(1e-5, 25e9).efficiency == (0.25, 1.0)
     assert transport_regimes(None) is None and transport_regimes("hccl") is None
+
+
+def test_local_means_the_same_server_of_the_same_pod(tmp_path):
+    """Pods number their servers from 0: server 0 of pod 1 is not server 0 of pod 0, so a
+    message between them is not charged the inside-a-server rate (found by review)."""
+    path = tmp_path / "two_pods.yaml"
+    path.write_text("""name: two-pods
+defaults:
+  message_regimes:
+    - {from_bytes: 0, overhead_us: 0.0, efficiency: 1.0, local_efficiency: 0.25}
+npus:
+  - {name: a0, pod: 0, server: 0, local_index: 0}
+  - {name: a1, pod: 0, server: 0, local_index: 1}
+  - {name: b0, pod: 1, server: 0, local_index: 0}
+nodes:
+  - {name: sw}
+links:
+  - {src: a0, dst: sw, bandwidth_GBps: 10.0}
+  - {src: a1, dst: sw, bandwidth_GBps: 10.0}
+  - {src: b0, dst: sw, bandwidth_GBps: 10.0}
+""")
+    t = load_topology(path)
+    same = simulate(t, "sendrecv", "10M", ranks=["a0", "a1"]).time_s
+    other_pod = simulate(t, "sendrecv", "10M", ranks=["a0", "b0"]).time_s
+    assert same == pytest.approx(4 * other_pod, rel=1e-3)

@@ -64,3 +64,33 @@ def test_rank_reduce_ratio_needs_the_bottleneck_fit():
     _, _, pts = _truth_and_points(4.0)
     with pytest.raises(HcsimError, match="rank_reduce_ratio"):
         calibrate(leaf_spine(2, 4, 1, 10e9, oversubscription=2.0), pts, rank_reduce_ratio=4.0)
+
+
+def test_new_calibration_helpers_refuse_bad_values_in_one_line():
+    """Found by review: these took negative, NaN or non-numeric values silently or raised raw errors."""
+    import math
+
+    from hcsim.calibrate import ucx_rendezvous_regimes, with_rank_reduce
+    from hcsim.corpus import nccl_ll_efficiency
+    from hcsim.errors import HcsimError
+    from hcsim.topology import single_switch
+
+    bad = [lambda: ucx_rendezvous_regimes(local_Bps=-5.0), lambda: ucx_rendezvous_regimes(local_Bps=math.nan),
+           lambda: ucx_rendezvous_regimes(threshold="256k"), lambda: with_rank_reduce(single_switch(2, 1e9), "4"),
+           lambda: nccl_ll_efficiency(39.0, "allreduce", 1, 1 << 30, 1000.0),
+           lambda: nccl_ll_efficiency(39.0, "allreduce", 16, 1 << 30, 0.0),
+           lambda: nccl_ll_efficiency(math.nan, "allreduce", 16, 1 << 30, 1000.0),
+           lambda: nccl_ll_efficiency(-1.0, "allreduce", 16, 1 << 30, 1000.0)]
+    for call in bad:
+        with pytest.raises(HcsimError):
+            call()
+
+
+def test_a_fit_with_eager_regimes_tolerates_candidates_out_of_the_regimes_range():
+    """A candidate step overhead above a second (points on a seconds scale) is a poor fit, not a
+    ConfigError from the regimes (found by review)."""
+    from hcsim.calibrate import _send_costs, eager_send_regimes
+
+    reg = eager_send_regimes()(15.47, 0.5)
+    assert reg.send_overhead_s == (1.0,) and reg.send_copy_Bps == (1.0,)
+    assert _send_costs(1e-6, 2e9) == (1e-6, 2e9)

@@ -898,9 +898,13 @@ class FlowSimulator:
         self._limits_exchanges = bool(self.net.exchange_res)
         self._new_peer = (new_peers(schedule.steps) if self._regimes is not None and self._regimes.peer_aware
                           else None)
-        # each rank's server, where a regime charges messages inside a server apart (local_efficiency)
-        self._server = (np.array([topo.npu_spec(n).server for n in rank_nodes], dtype=np.int64)
-                        if self._regimes is not None and self._regimes.local_aware else None)
+        # each rank's server, where a regime charges messages inside a server apart (local_efficiency):
+        # one number per (pod, server), as everywhere else (pods number their servers from 0)
+        self._server = None
+        if self._regimes is not None and self._regimes.local_aware:
+            ids: dict = {}
+            self._server = np.array([ids.setdefault((topo.npu_spec(n).pod, topo.npu_spec(n).server), len(ids))
+                                     for n in rank_nodes], dtype=np.int64)
 
     # the fabric's counters (a run alone on its fabric: its own)
     @property
