@@ -61,7 +61,13 @@ def test_route_table_equals_per_pair_routes(seed, routing, qps, kind):
         assert r.lat.tolist() == lat
         assert r.inline.tolist() == inline
         assert r.single == all(len(g) == 1 for g in groups)
-        assert r.deg.tolist() == (np.bincount(src, minlength=p) + np.bincount(dst, minlength=p)).tolist()
+        everyone = np.arange(p)
+        assert r.degree(everyone).tolist() == (np.bincount(src, minlength=p) + np.bincount(dst, minlength=p)).tolist()
+        part = everyone[r.degree(everyone) > 0]  # each rank's transfers, through the (dense or sparse) CSR
+        at = r.positions(part)
+        for rank, i in zip(part.tolist(), at.tolist(), strict=True):
+            assert sorted(r.out_tr[r.out_ptr[i]:r.out_ptr[i + 1]].tolist()) == np.flatnonzero(src == rank).tolist()
+            assert sorted(r.in_tr[r.in_ptr[i]:r.in_ptr[i + 1]].tolist()) == np.flatnonzero(dst == rank).tolist()
 
 
 def test_route_table_merges_its_recent_keys():

@@ -265,6 +265,24 @@ class _StepRouting:
     deg: np.ndarray       # per rank: transfers it takes part in
     single: bool          # every transfer has exactly one path
     one_each: bool        # every rank sends at most one and receives at most one transfer
+    members: np.ndarray | None = None
+    """The step's ranks, sorted, when few of the run's ranks take part: then ``out_ptr``,
+    ``in_ptr`` and ``deg`` are indexed by position in it, not by rank (a chain's step on 16,384
+    ranks holds 2 entries, not 16,384; :meth:`positions`). None: indexed by rank."""
+
+    def degree(self, ranks: np.ndarray) -> np.ndarray:
+        """Transfers each of ``ranks`` takes part in (0 for a rank not in the step)."""
+        if self.members is None:
+            return self.deg[ranks]
+        m = self.members
+        if not m.size:
+            return np.zeros(len(ranks), dtype=self.deg.dtype)
+        i = np.minimum(np.searchsorted(m, ranks), m.size - 1)
+        return np.where(m[i] == ranks, self.deg[i], 0)
+
+    def positions(self, ranks: np.ndarray) -> np.ndarray:
+        """Where ``ranks`` (all of them in the step) are in ``out_ptr``, ``in_ptr`` and ``deg``."""
+        return ranks if self.members is None else np.searchsorted(self.members, ranks)
 
 
 class _StepState:
@@ -322,6 +340,8 @@ SKIP_INDEX_AFTER = 16
 """Idle steps a group of entering ranks walks one by one before the run indexes every rank's
 steps (:meth:`FlowSimulator._active_index`) and jumps: a rooted hierarchical reduce on 8,192
 ranks walked 2.1M (group, step) pairs."""
+ROUTES_CACHE_BYTES = 256 << 20
+"""Most a fabric keeps of its steps' routings for steps that repeat them (emptied when full)."""
 ACTIVE_INDEX_TRANSFERS = 8_000_000
 """Largest schedule (transfers) the run indexes by rank and step (16 bytes a transfer)."""
 """The running demand sums are recomputed exactly at every 64th max-min recomputation (adds
@@ -379,6 +399,7 @@ class Fabric:
         self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
         self.runs: list = []
         self.routes: dict = {}  # (rank nodes, routing options, step id) -> (step, _StepRouting)
+        self.routes_bytes = 0   # what the routings kept in it hold (ROUTES_CACHE_BYTES)
         self.heap: list = []
         self.seq = 0
         self._path_rows = -1
@@ -750,9 +771,10 @@ def _count_step(moved: dict, route: _StepRouting, nbytes: np.ndarray) -> None:
     """Add one step's bytes (``nbytes`` per transfer) to ``moved``: per routing, the bytes on each
     of its subflows (summed over paths in :func:`moved_bytes`). A routing is shared by every step
     that makes the same transfers, so this keeps one array per routing, not one per step."""
-    seen = moved.get(id(route))
+    # keyed by its path array, which it holds (not the routing: its per-rank arrays can be large)
+    seen = moved.get(id(route.sub_path))
     if seen is None:
-        seen = moved[id(route)] = [route, np.zeros(route.sub_path.size)]
+        seen = moved[id(route.sub_path)] = [route.sub_path, np.zeros(route.sub_path.size)]
     if route.single:
         seen[1] += nbytes
     else:
@@ -766,15 +788,15 @@ def moved_bytes(runs, rows: int) -> np.ndarray:
     thousands of runs of a few schedules cost a few sums)."""
     per_route: dict = {}
     for run in runs:
-        for key, (route, acc) in run._moved.items():
+        for key, (sub_path, acc) in run._moved.items():
             seen = per_route.get(key)
             if seen is None:
-                per_route[key] = [route, acc.copy()]
+                per_route[key] = [sub_path, acc.copy()]
             else:
                 seen[1] += acc
     out = np.zeros(rows)
-    for route, acc in per_route.values():
-        out += np.bincount(route.sub_path, weights=acc, minlength=rows)
+    for sub_path, acc in per_route.values():
+        out += np.bincount(sub_path, weights=acc, minlength=rows)
     return out
 
 
@@ -1190,16 +1212,30 @@ class FlowSimulator:
         sub_ptr = np.concatenate([[0], np.cumsum(sub_n)])
         gk = gid[inv]
         sub_path = table.flat[table.g_off[gk]] if single else table.flat[_rows_of(table.g_off[gk], sub_n)]
-        n_out = np.bincount(step.src, minlength=self.p)
-        n_in = np.bincount(step.dst, minlength=self.p)
+        members, src_at, dst_at, width = None, step.src, step.dst, self.p
+        if 16 * len(step) < self.p:  # few ranks take part: index them by position, not by rank
+            members = np.unique(np.concatenate([step.src, step.dst]))
+            src_at, dst_at, width = np.searchsorted(members, step.src), np.searchsorted(members, step.dst), members.size
+        n_out = np.bincount(src_at, minlength=width)
+        n_in = np.bincount(dst_at, minlength=width)
         route = _StepRouting(sub_ptr, sub_path, table.g_lat[gk], table.g_inline[gk],
-                             np.concatenate([[0], np.cumsum(n_out)]), np.argsort(step.src, kind="stable"),
-                             np.concatenate([[0], np.cumsum(n_in)]), np.argsort(step.dst, kind="stable"),
+                             np.concatenate([[0], np.cumsum(n_out)]), np.argsort(src_at, kind="stable"),
+                             np.concatenate([[0], np.cumsum(n_in)]), np.argsort(dst_at, kind="stable"),
                              n_out + n_in, single,
-                             bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1))
+                             bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1), members)
         self._route_cache = (step.src, step.dst, route, step.nbytes)
-        self.fabric.routes[key] = (step.src, step.dst, step.nbytes, route)
-        self.fabric.routes[content] = (keys, route)
+        # kept for the steps that repeat these arrays or pairs; a routing holds arrays of one
+        # entry per rank, so a schedule of thousands of distinct steps on thousands of ranks (a
+        # flat ring reduce on 16,384 NPUs: 7 GB) empties the cache when it holds too much
+        size = (sum(a.nbytes for a in (route.sub_ptr, route.sub_path, route.lat, route.inline, route.out_ptr,
+                                       route.out_tr, route.in_ptr, route.in_tr, route.deg))
+                + keys.nbytes + step.src.nbytes + step.dst.nbytes + step.nbytes.nbytes)
+        if fabric.routes_bytes + size > ROUTES_CACHE_BYTES:
+            fabric.routes.clear()
+            fabric.routes_bytes = 0
+        fabric.routes_bytes += size
+        fabric.routes[key] = (step.src, step.dst, step.nbytes, route)
+        fabric.routes[content] = (keys, route)
         return route
 
     @property
@@ -1257,7 +1293,7 @@ class FlowSimulator:
                     self.rank_gate[:] = self.rank_gate[ranks[0]]
                 ranks = np.arange(self.p)
             st = self._state(k)
-            deg = st.route.deg[ranks]
+            deg = st.route.degree(ranks)
             if not deg.any():  # none of them takes part in step k (a rooted phase's idle ranks):
                 k += 1         # on to the next, with nothing to record (set where they stop)
                 skipped += 1
@@ -1317,16 +1353,17 @@ class FlowSimulator:
     def _take_part(self, st: _StepState, ranks: np.ndarray, k: int, now: float) -> None:
         """Ranks that all take part in step k enter it (the walk's step body for them)."""
         self.cur_step[ranks] = k
-        self.outstanding[ranks] = st.route.deg[ranks]
         r = st.route
+        at = r.positions(ranks)
+        self.outstanding[ranks] = r.deg[at]
         if r.one_each:
-            lo = r.out_ptr[ranks]
-            outs = r.out_tr[lo[r.out_ptr[ranks + 1] > lo]]
-            lo = r.in_ptr[ranks]
-            ins = r.in_tr[lo[r.in_ptr[ranks + 1] > lo]]
+            lo = r.out_ptr[at]
+            outs = r.out_tr[lo[r.out_ptr[at + 1] > lo]]
+            lo = r.in_ptr[at]
+            ins = r.in_tr[lo[r.in_ptr[at + 1] > lo]]
         else:
-            outs = r.out_tr[_csr_rows(r.out_ptr, ranks)[0]]
-            ins = r.in_tr[_csr_rows(r.in_ptr, ranks)[0]]
+            outs = r.out_tr[_csr_rows(r.out_ptr, at)[0]]
+            ins = r.in_tr[_csr_rows(r.in_ptr, at)[0]]
         ready_in = ins[st.src_in[ins]]
         st.dst_in[ins] = True
         st.src_in[outs] = True
