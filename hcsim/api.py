@@ -653,7 +653,7 @@ def _probe(spec, args):
     import tracemalloc
 
     sizes = args.server_sizes
-    counts = []
+    counts, helds = [], []
     for target in (PROBE_RANKS // 2, PROBE_RANKS):
         m = min(len(sizes), max(2, len(sizes) * target // args.p)) if len(sizes) > 1 else 0
         servers = sizes[:m] if m else ()
@@ -661,7 +661,7 @@ def _probe(spec, args):
         pods = _truncated(args.pods, m) if m and args.pods else ()
         nbytes = max(args.nbytes, p) if args.collective == "alltoallv" else args.nbytes  # uniform, no empty block
         small = make_args(args.collective, p, nbytes, min(args.root, p - 1), servers, pods)
-        own = target == PROBE_RANKS and not tracemalloc.is_tracing()  # the memory of the larger one
+        own = not tracemalloc.is_tracing()  # the memory each probe's schedule holds
         if own:
             tracemalloc.start()
         try:
@@ -674,10 +674,14 @@ def _probe(spec, args):
         pairs = np.unique(np.concatenate([st.src.astype(np.int64) * p + st.dst for st in sched.steps if len(st)]
                                          or [np.zeros(0, dtype=np.int64)])).size
         counts.append((p, sum(len(st) for st in sched.steps), pairs))
+        helds.append(held)
         del sched
     (p0, t0, q0), (p1, t1, q1) = counts
     estimate, pairs = _grown(t0, t1, p0, p1, args.p), _grown(q0, q1, p0, p1, args.p)
-    return estimate, estimate * held / max(t1, 1), (p0, p1), pairs
+    # memory grows by its own law, not the transfers': a Bruck alltoall's messages each hold p / 2
+    # blocks, so its memory grows as p^2 log p where its transfers grow as p log p
+    held = max(estimate * helds[1] / max(t1, 1), _grown(helds[0], helds[1], p0, p1, args.p))
+    return estimate, held, (p0, p1), pairs
 
 
 def _grown(n0: float, n1: float, p0: int, p1: int, p: int) -> float:
