@@ -88,37 +88,7 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     net = topo.compiled()
     p = schedule.p
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
-    seen_arrays = None
-    seen_content: dict = {}  # steps whose rank arrays repeat an earlier step's, in new arrays
-    used: list[np.ndarray] = []
-    red: list[np.ndarray] = []
-    all_reduced = False  # every pair of the current rank arrays already listed as reducing
-    for step in schedule.steps:
-        if not len(step):
-            continue
-        if not (seen_arrays is not None and (seen_arrays[0] is step.src and seen_arrays[1] is step.dst or (
-                len(seen_arrays[0]) == len(step) and np.array_equal(seen_arrays[0], step.src)
-                and np.array_equal(seen_arrays[1], step.dst)))):
-            all_reduced = False
-            seen_arrays = (step.src, step.dst)
-            # a ring's steps repeat their pairs in new arrays: listing them once per content
-            # keeps this linear in the schedule's distinct pair sets, not in its steps
-            digest = hashlib.blake2b(step.src.tobytes() + step.dst.tobytes(), digest_size=16).digest()
-            current = seen_content.get(digest)
-            if current is None:
-                current = seen_content[digest] = np.unique(step.src * p + step.dst)
-                used.append(current)
-        if all_reduced or not step.reduce.any():
-            continue
-        if step.reduce.all():  # a ring's reduce-scatter: the arrays' pairs, once
-            red.append(current)
-            all_reduced = True
-        else:
-            red.append(np.unique((step.src * p + step.dst)[step.reduce]))
-        if len(red) > 64:  # bounded memory over thousands of steps
-            red = [np.unique(np.concatenate(red))]
-    pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
-    reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
+    pairs, reducing = _schedule_pairs(schedule, p)
     if _pairs is not None:  # for cached_path_parameters: a cached answer is bounded as a fresh one
         _pairs.append((len(pairs), schedule.algorithm, 0))
     _check_pairs(len(pairs), schedule.algorithm, max_work)
@@ -164,6 +134,67 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
         gamma = float(g[mine].max()) if mine.any() else 0.0
         out.append(AlphaBetaGamma(step_overhead_s + lat, 0.0 if bw == np.inf else 1.0 / bw, gamma))
     return out[0] if levels == 1 else tuple(out)
+
+
+PAIR_BITMAP = 1 << 26
+"""Up to this many rank pairs (p x p: 8,192 ranks) :func:`_schedule_pairs` marks a schedule's
+pairs in a boolean array (one byte a pair), linear in its transfers."""
+
+
+def _schedule_pairs(schedule: Schedule, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rank pairs of ``schedule`` (``src * p + dst``, sorted) and whether each
+    ever reduces. On up to :data:`PAIR_BITMAP` pairs they are marked in boolean arrays (a ring
+    gather on 8,192 ranks: 33M transfers in 8,191 steps of different pairs, each sorted before:
+    8 s); above, each distinct step content is sorted once."""
+    if p * p <= PAIR_BITMAP:
+        seen = np.zeros(p * p, dtype=bool)
+        red = np.zeros(p * p, dtype=bool)
+        last = None
+        for step in schedule.steps:
+            if not len(step):
+                continue
+            if last is not None and last[0] is step.src and last[1] is step.dst:
+                keys = last[2]
+            else:
+                keys = step.src.astype(np.int64) * p + step.dst
+                last = (step.src, step.dst, keys)
+            seen[keys] = True
+            if step.reduce.any():
+                red[keys if step.reduce.all() else keys[step.reduce]] = True
+        pairs = np.flatnonzero(seen)
+        return pairs, red[pairs]
+    seen_arrays = None
+    seen_content: dict = {}  # steps whose rank arrays repeat an earlier step's, in new arrays
+    used: list[np.ndarray] = []
+    red: list[np.ndarray] = []
+    all_reduced = False  # every pair of the current rank arrays already listed as reducing
+    for step in schedule.steps:
+        if not len(step):
+            continue
+        if not (seen_arrays is not None and (seen_arrays[0] is step.src and seen_arrays[1] is step.dst or (
+                len(seen_arrays[0]) == len(step) and np.array_equal(seen_arrays[0], step.src)
+                and np.array_equal(seen_arrays[1], step.dst)))):
+            all_reduced = False
+            seen_arrays = (step.src, step.dst)
+            # a ring's steps repeat their pairs in new arrays: listing them once per content
+            # keeps this linear in the schedule's distinct pair sets, not in its steps
+            digest = hashlib.blake2b(step.src.tobytes() + step.dst.tobytes(), digest_size=16).digest()
+            current = seen_content.get(digest)
+            if current is None:
+                current = seen_content[digest] = np.unique(step.src * p + step.dst)
+                used.append(current)
+        if all_reduced or not step.reduce.any():
+            continue
+        if step.reduce.all():  # a ring's reduce-scatter: the arrays' pairs, once
+            red.append(current)
+            all_reduced = True
+        else:
+            red.append(np.unique((step.src * p + step.dst)[step.reduce]))
+        if len(red) > 64:  # bounded memory over thousands of steps
+            red = [np.unique(np.concatenate(red))]
+    pairs = np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+    reducing = np.isin(pairs, np.concatenate(red)) if red else np.zeros(len(pairs), dtype=bool)
+    return pairs, reducing
 
 
 def _check_pairs(n: int, algorithm: str, max_work: int | None, extra: int = 0) -> None:

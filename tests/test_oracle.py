@@ -98,7 +98,8 @@ def test_uneven_sizes_stay_within_a_byte_per_chunk_of_the_closed_form():
         assert des.time_s == pytest.approx(ana.time_s, rel=1e-5)
 
 
-def test_path_parameters_reads_repeated_pairs_in_new_arrays_once_and_right():
+@pytest.mark.parametrize("bitmap", [True, False])
+def test_path_parameters_reads_repeated_pairs_in_new_arrays_once_and_right(bitmap, monkeypatch):
     """Steps that repeat an earlier step's pairs in new arrays (A, B, then A again, reducing)
     are listed once by content; the third step's reduction must be charged to pairs A (whose
     receiver reduces slowly), not to the last pairs listed (B)."""
@@ -106,11 +107,14 @@ def test_path_parameters_reads_repeated_pairs_in_new_arrays_once_and_right():
 
     import numpy as np
 
+    import hcsim.analytical as an
     from hcsim.algorithms.registry import CollectiveArgs
     from hcsim.algorithms.schedule import Schedule, make_step
     from hcsim.analytical import path_parameters
     from hcsim.topology import single_switch
 
+    if not bitmap:  # the path for more than 8,192 ranks: each distinct step content sorted once
+        monkeypatch.setattr(an, "PAIR_BITMAP", 0)
     topo = single_switch(4, 25e9, 1e-6, reduce_Bps=1e10)
     slow = topo.npus[1]
     topo.graph.nodes[slow]["spec"] = dataclasses.replace(topo.npu_spec(slow), reduce_Bps=1e9)
@@ -126,3 +130,22 @@ def test_path_parameters_reads_repeated_pairs_in_new_arrays_once_and_right():
     assert plain.gamma_s_per_B == 0.0
     assert reducing.gamma_s_per_B == pytest.approx(1 / 1e9)
     assert (reducing.alpha_s, reducing.beta_s_per_B) == (plain.alpha_s, plain.beta_s_per_B)
+
+
+@pytest.mark.parametrize("collective,algo,servers", [("allreduce", "ring", ()), ("allreduce", "hd", ()),
+                                                     ("alltoall", "mesh", ()), ("reduce", "tree", ()),
+                                                     ("gather", "ring", ()), ("allreduce", "ring/hd", (4,) * 4),
+                                                     ("reducescatter", "mesh/ring", (4,) * 4)])
+def test_schedule_pairs_bitmap_equals_sorting(collective, algo, servers, monkeypatch):
+    """The two ways of listing a schedule's pairs (a boolean map up to 8,192 ranks, sorted step
+    contents above) give the same pairs and reducing flags."""
+    import numpy as np
+
+    import hcsim.analytical as an
+    from hcsim.algorithms import build_schedule
+
+    sched = build_schedule(collective, algo, 16, 1 << 16, root=3, servers=servers)
+    pairs, red = an._schedule_pairs(sched, 16)
+    monkeypatch.setattr(an, "PAIR_BITMAP", 0)
+    pairs2, red2 = an._schedule_pairs(sched, 16)
+    assert np.array_equal(pairs, pairs2) and np.array_equal(red, red2) and len(pairs) > 0
