@@ -377,14 +377,18 @@ def hierarchical_cost(args: CollectiveArgs, names: tuple, abg) -> float:
     if coll in ("allgather", "reducescatter"):
         return sum(_cost(coll, names[d], dims[d], n * float(np.prod(dims[:d + 1])) / p, abgs[d]) for d in range(k))
     local, servers = dims
-    if coll == "broadcast":
-        return (_cost("scatter", names[0], local, n, abgs[0]) + _cost("broadcast", names[1], servers, n / local, abgs[1])
+    root_l, root_s = grid.coords(args.root) if coll in ("broadcast", "reduce", "scatter", "gather") else (0, 0)
+    if coll == "broadcast":  # each level rooted where the schedule roots it (an uneven block's place)
+        return (_cost("scatter", names[0], local, n, abgs[0], root_l)
+                + _cost("broadcast", names[1], servers, n / local, abgs[1], root_s)
                 + _cost("allgather", names[0], local, n, abgs[0]))
     if coll == "reduce":
-        return (_cost("reducescatter", names[0], local, n, abgs[0]) + _cost("reduce", names[1], servers, n / local, abgs[1])
-                + _cost("gather", names[0], local, n, abgs[0]))
+        return (_cost("reducescatter", names[0], local, n, abgs[0])
+                + _cost("reduce", names[1], servers, n / local, abgs[1], root_s)
+                + _cost("gather", names[0], local, n, abgs[0], root_l))
     if coll in ("scatter", "gather"):
-        return _cost(coll, names[1], servers, n, abgs[1]) + _cost(coll, names[0], local, n / servers, abgs[0])
+        return (_cost(coll, names[1], servers, n, abgs[1], root_s)
+                + _cost(coll, names[0], local, n / servers, abgs[0], root_l))
     if coll == "alltoall":
         return _cost("alltoall", names[0], local, n, abgs[0]) + _cost("alltoall", names[1], servers, n, abgs[1])
     raise ScheduleError(f"{'/'.join(names)} {coll}: no closed form (use mode 'des')")

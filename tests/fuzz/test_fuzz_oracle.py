@@ -65,7 +65,9 @@ def compare(coll, algo, p, per_server, size, kw, even=True):
     # chunk a rank pair moves in a step, p chunks at most, at 10 GB/s (docs/architecture.md,
     # "Analytical mode"; tests/test_invariants.py checks the exact slack)
     steps = len(des.steps) if des.steps is not None else 0
-    exact = even or coll in ("scatter", "gather", "alltoallv")
+    # a composition (level0/level1) prices each level with its even share of the size, so it is
+    # within a byte per chunk like the others, not exact (found by an independent fuzz run)
+    exact = even or (coll in ("scatter", "gather", "alltoallv") and "/" not in str(des.algorithm))
     slack = 0.0 if exact else steps * des.config["buffer_loops"] * p / 10e9
     if abs(des.time_s - ana.time_s) > slack + 1e-9 * ana.time_s:
         raise Violation(f"des {des.time_s!r} s != analytical {ana.time_s!r} s "
