@@ -735,8 +735,10 @@ def _regimes(where, v) -> MessageRegimes:
         newp.append(_efficiency(f"{w}.new_peer_efficiency", r.get("new_peer_efficiency", 1.0)))
         many.append(_efficiency(f"{w}.many_peer_efficiency", r.get("many_peer_efficiency", 1.0)))
         local.append(_efficiency(f"{w}.local_efficiency", r.get("local_efficiency", 1.0)))
-        send_o.append(_us(f"{w}.send_overhead_us", r.get("send_overhead_us", 0.0)))
-        send_c.append(_gbps(f"{w}.send_copy_GBps", r["send_copy_GBps"]) if "send_copy_GBps" in r else float("inf"))
+        # the ranges MessageRegimes takes, checked here so that the message names the file's key
+        send_o.append(_number(f"{w}.send_overhead_us", r.get("send_overhead_us", 0.0), 1e-6, 0.0, 1.0, "microseconds"))
+        send_c.append(_number(f"{w}.send_copy_GBps", r["send_copy_GBps"], 1e9, 1.0, 1e15, "GB/s", allow_inf=True)
+                      if "send_copy_GBps" in r else float("inf"))
     try:
         return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs),
                               None if all(w == "always" for w in when) else tuple(when),
