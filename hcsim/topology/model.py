@@ -762,3 +762,89 @@ class _Compiled:
         out = tuple(ids)
         self._routes[key] = out
         return out
+
+    def route_many(self, srcs, dsts, pairs, policy: str = "ecmp", seed: int = 0, qps: int = 1,
+                   out: list | None = None) -> list:
+        """:meth:`route` of many node pairs: ``[route(s, d, policy, seed, qps, p) for s, d, p in
+        zip(srcs, dsts, pairs)]``, the same path ids added to the store in the same order.
+
+        One call for a step's pairs instead of one per pair: the options are checked once, each
+        node's end resources joined once, and the bottleneck of a path is the smaller of its
+        links' (kept per link path) and its end resources' (``min`` is exact in any grouping).
+
+        Parameters
+        ----------
+        srcs, dsts : sequence of int
+            Node indices (Python ints).
+        pairs : sequence of bool
+            ``pair`` for each, as for :meth:`route`.
+        policy, seed, qps
+            As for :meth:`route`.
+        out : list, optional
+            Append the routes to this list (those found before an error stay in it).
+
+        Returns
+        -------
+        list of tuple of int
+            ``out``, with each pair's path ids appended.
+        """
+        seed, qps = int(seed), int(qps)
+        if policy not in ROUTING_POLICIES:
+            raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
+        routes, search = self._routes, self._search.all_shortest_paths
+        ends = self._ends
+        lat_of, inline_of, cap_of = self._link_lat.__getitem__, self._link_inline.__getitem__, self._caps.__getitem__
+        store = self.paths
+        s_res, s_ptr, s_lat, s_inline, s_cap = (store.res, store.res_ptr, store.latency_s, store.inline_reduce,
+                                                store.bottleneck_Bps)
+        ecmp = policy == "ecmp"
+        out = [] if out is None else out
+        for src, dst, pair in zip(srcs, dsts, pairs, strict=True):
+            key = (src, dst, policy, seed, qps, pair)
+            hit = routes.get(key)
+            if hit is not None:
+                out.append(hit)
+                continue
+            link_paths = search(src, dst, MAX_PATHS)
+            lats = None
+            if len(link_paths) > 1:
+                lats = [sum(map(lat_of, lp)) for lp in link_paths]
+                best = min(lats)
+                kept = [k for k, lat in enumerate(lats) if lat <= best * (1 + 1e-12)]
+                link_paths = [link_paths[k] for k in kept]
+                lats = [lats[k] for k in kept]
+            if not link_paths:
+                raise TopologyError(
+                    f"route {self.node_names[src]} -> {self.node_names[dst]}: unreachable in topology "
+                    f"{self.topo.name!r}")
+            if ecmp and len(link_paths) > 1:
+                if qps == 1:
+                    pick = [ecmp_index(src, dst, len(link_paths), seed)]
+                else:
+                    pick = [ecmp_index(src, dst, len(link_paths), seed * 64 + q) for q in range(qps)]
+                link_paths = [link_paths[k] for k in pick]
+                lats = [lats[k] for k in pick]
+            end_s, end_d = ends[src], ends[dst]
+            head = end_s[0]
+            tail = end_d[1] + end_s[2] + end_d[2]
+            if pair:
+                tail = tail + end_s[3] + end_d[3]
+            end_cap = min(map(cap_of, head + tail), default=None)
+            ids = []
+            for n, lp in enumerate(link_paths):
+                s_res.extend(head)
+                s_res.extend(lp)
+                s_res.extend(tail)
+                s_ptr.append(len(s_res))
+                s_lat.append(float(sum(map(lat_of, lp)) if lats is None else lats[n]))
+                s_inline.append(bool(lp) and all(map(inline_of, lp)))
+                cap = min(map(cap_of, lp), default=end_cap)
+                if cap is None:  # no resource at all: the ValueError route() raises
+                    cap = min(())
+                elif end_cap is not None and end_cap < cap:
+                    cap = end_cap
+                s_cap.append(float(cap))
+                ids.append(len(s_lat) - 1)
+            hit = routes[key] = tuple(ids)
+            out.append(hit)
+        return out
