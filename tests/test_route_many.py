@@ -63,3 +63,23 @@ def test_route_many_refuses_an_unknown_policy():
     net = random_topology("switch", np.random.default_rng(0)).compiled()
     with pytest.raises(ValueError, match="routing"):
         net.route_many([0], [1], [False], "bogus")
+
+
+def test_route_many_stops_where_after_raises():
+    """A work bound raising after pair k leaves pairs 0..k routed, the store as route() left it."""
+    topo = random_topology("leaf_spine", np.random.default_rng(3))
+    one, many = topo.compiled(), random_topology("leaf_spine", np.random.default_rng(3)).compiled()
+    n = topo.num_npus
+    pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+    stop = len(pairs) // 2
+    want = [one.route(s, d) for s, d in pairs[:stop + 1]]
+
+    def after(k, ids):
+        if k == stop:
+            raise RuntimeError("bound")
+
+    got = [("kept",)]
+    with pytest.raises(RuntimeError, match="bound"):
+        many.route_many([s for s, _ in pairs], [d for _, d in pairs], [False] * len(pairs), out=got, after=after)
+    assert got == [("kept",)] + want
+    assert _store(many) == _store(one)

@@ -1164,30 +1164,24 @@ class FlowSimulator:
             groups, done = [], []
             ptr = net.paths.res_ptr
             try:
-                if fabric.max_work is None:  # no bound to check between pairs: one call routes them all
-                    pend = uniq[todo]
-                    node_pair = pend // 2
-                    try:
-                        net.route_many((node_pair // nn).tolist(), (node_pair % nn).tolist(),
-                                       (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups)
-                    finally:
-                        done = pend[:len(groups)].tolist()
-                    for g, is_new in zip(groups, fresh[todo].tolist(), strict=True):
-                        if is_new:  # as below
-                            hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
-                            if hops > FREE_HOPS:
-                                fabric.route_work += hop_work(hops)
-                else:
-                    for u, is_new in zip(uniq[todo].tolist(), fresh[todo].tolist(), strict=True):
-                        g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
-                        groups.append(g)
-                        done.append(u)
-                        if is_new:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
-                            # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
-                            hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
-                            if hops > FREE_HOPS:
-                                fabric.route_work += hop_work(hops)
+                pend = uniq[todo]
+                node_pair = pend // 2
+                is_new = fresh[todo].tolist()
+
+                def count(k, g):  # a search costs about an instant up to FREE_HOPS hops, and grows with the
+                    # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
+                    if is_new[k]:
+                        hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
+                        if hops > FREE_HOPS:
+                            fabric.route_work += hop_work(hops)
+                            if fabric.max_work is not None:
                                 fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
+
+                try:
+                    net.route_many((node_pair // nn).tolist(), (node_pair % nn).tolist(),
+                                   (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups, after=count)
+                finally:
+                    done = pend[:len(groups)].tolist()
             finally:
                 _, _, p_lat, p_inline, _ = net.paths.arrays()
                 table.set_groups(np.array(done, dtype=np.int64), groups, p_lat, p_inline)

@@ -764,7 +764,7 @@ class _Compiled:
         return out
 
     def route_many(self, srcs, dsts, pairs, policy: str = "ecmp", seed: int = 0, qps: int = 1,
-                   out: list | None = None) -> list:
+                   out: list | None = None, after=None) -> list:
         """:meth:`route` of many node pairs: ``[route(s, d, policy, seed, qps, p) for s, d, p in
         zip(srcs, dsts, pairs)]``, the same path ids added to the store in the same order.
 
@@ -782,6 +782,9 @@ class _Compiled:
             As for :meth:`route`.
         out : list, optional
             Append the routes to this list (those found before an error stay in it).
+        after : callable, optional
+            ``after(k, ids)`` once pair ``k`` is routed (and appended), before the next is: it
+            may raise to stop the routing there (a work bound).
 
         Returns
         -------
@@ -799,11 +802,14 @@ class _Compiled:
                                                 store.bottleneck_Bps)
         ecmp = policy == "ecmp"
         out = [] if out is None else out
+        first = len(out)
         for src, dst, pair in zip(srcs, dsts, pairs, strict=True):
             key = (src, dst, policy, seed, qps, pair)
             hit = routes.get(key)
             if hit is not None:
                 out.append(hit)
+                if after is not None:
+                    after(len(out) - 1 - first, hit)
                 continue
             link_paths = search(src, dst, MAX_PATHS)
             lats = None
@@ -847,4 +853,6 @@ class _Compiled:
                 ids.append(len(s_lat) - 1)
             hit = routes[key] = tuple(ids)
             out.append(hit)
+            if after is not None:
+                after(len(out) - 1 - first, hit)
         return out
