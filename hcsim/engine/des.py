@@ -411,9 +411,22 @@ class Fabric:
         rows = len(self.net.paths.latency_s)
         if rows != self._path_rows:
             self._path_mat = self.net.paths.matrix(self.pad)
-            self._path_bw = self.net.paths.arrays()[4]
-            # the distinct bottlenecks, and each path's (the compiled recomputation groups by them)
-            self._bw_values, self._path_bw_class = np.unique(self._path_bw, return_inverse=True)
+            bw = self._path_bw = self.net.paths.arrays()[4]
+            # the distinct bottlenecks, and each path's (the compiled recomputation groups by them):
+            # np.unique(bw, return_inverse=True), taken over the paths added since the last time
+            # only (a large run adds paths step by step; sorting them all again was quadratic)
+            start = self._path_rows
+            if not 0 < start < rows:
+                self._bw_values, self._path_bw_class = np.unique(bw, return_inverse=True)
+            else:
+                values, new = self._bw_values, bw[start:]
+                at = np.searchsorted(values, new)
+                if not (at < values.size).all() or not (values[np.minimum(at, values.size - 1)] == new).all():
+                    merged = np.unique(np.concatenate([values, new]))  # the same values as all of bw's
+                    self._path_bw_class = np.searchsorted(merged, values)[self._path_bw_class]
+                    values = self._bw_values = merged
+                    at = np.searchsorted(values, new)
+                self._path_bw_class = np.concatenate([self._path_bw_class, at])
             self._path_rows = rows
 
     # ---------------------------------------------------------------- events
