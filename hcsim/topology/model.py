@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 from dataclasses import dataclass, field
 
@@ -794,6 +795,20 @@ class _Compiled:
         seed, qps = int(seed), int(qps)
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
+        out = [] if out is None else out
+        # Routing a large step allocates tens of thousands of tuples and lists, none of them in a
+        # reference cycle: the collector's passes over the whole heap (the topology's graph
+        # included) would find nothing to free, so it is paused for the call (and resumed after).
+        paused = len(srcs) > 256 and gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
+        finally:
+            if paused:
+                gc.enable()
+
+    def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
         routes, search = self._routes, self._search.all_shortest_paths
         ends = self._ends
         lat_of, inline_of, cap_of = self._link_lat.__getitem__, self._link_inline.__getitem__, self._caps.__getitem__
@@ -801,7 +816,6 @@ class _Compiled:
         s_res, s_ptr, s_lat, s_inline, s_cap = (store.res, store.res_ptr, store.latency_s, store.inline_reduce,
                                                 store.bottleneck_Bps)
         ecmp = policy == "ecmp"
-        out = [] if out is None else out
         first = len(out)
         for src, dst, pair in zip(srcs, dsts, pairs, strict=True):
             key = (src, dst, policy, seed, qps, pair)

@@ -1,0 +1,24 @@
+"""A run pauses the cyclic garbage collector and leaves it as it found it."""
+
+import gc
+
+import pytest
+
+import hcsim
+from hcsim.engine.des import collector_paused
+from hcsim.topology import single_switch
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_collector_state_is_restored_after_a_run_and_after_an_error(enabled):
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        hcsim.simulate(single_switch(8, 1e9), "allreduce", "1MiB", "ring")
+        assert gc.isenabled() is enabled
+        with pytest.raises(RuntimeError), collector_paused():
+            assert not gc.isenabled()
+            raise RuntimeError
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
