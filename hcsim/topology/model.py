@@ -550,27 +550,35 @@ class PathStore:
         return len(self.latency_s) - 1
 
     def matrix(self, pad: int) -> np.ndarray:
-        """Resources of every path as rows of a matrix, short rows padded with ``pad``."""
+        """Resources of every path as rows of a matrix, short rows padded with ``pad``.
+
+        The rows sit at the top of a buffer with room to grow (half as many rows again when it
+        is reallocated), so paths added since the last call are written after the others
+        instead of the whole matrix being copied each time; the result is a view of it (the
+        same values as a fresh conversion: tests/test_routing_structure.py)."""
         n = len(self.latency_s)
         kept = self._matrix
         if kept is not None and kept[0] == n and kept[1] == pad:
-            return kept[2]
+            return kept[2][:n]
         start = kept[0] if kept is not None and kept[1] == pad and 0 < kept[0] <= n else 0
         ptr = np.asarray(self.res_ptr[start:n + 1], dtype=np.int64)
         lens = np.diff(ptr)
         width = int(lens.max()) if n else 1
         old = kept[2] if start else None
-        if old is not None:
-            width = max(width, old.shape[1])
-        mat = np.full((n - start, width), pad, dtype=np.int64)
+        if old is not None and old.shape[1] >= width and old.shape[0] >= n:
+            buf = old
+        else:
+            if old is not None:
+                width = max(width, old.shape[1])
+            buf = np.full((n + n // 2 if start else n, width), pad, dtype=np.int64)
+            if old is not None:
+                buf[:start, :old.shape[1]] = old[:start]
+        new = buf[start:n, :width]
+        new[...] = pad  # rows past the old ones may hold nothing yet, or (a reused buffer) pad
         mask = np.arange(width)[None, :] < lens[:, None]
-        mat[mask] = np.asarray(self.res[ptr[0]:ptr[-1]], dtype=np.int64)
-        if old is not None:
-            if old.shape[1] < width:
-                old = np.hstack([old, np.full((old.shape[0], width - old.shape[1]), pad, dtype=np.int64)])
-            mat = np.vstack([old, mat])
-        self._matrix = (n, pad, mat)
-        return mat
+        new[mask] = np.asarray(self.res[ptr[0]:ptr[-1]], dtype=np.int64)
+        self._matrix = (n, pad, buf)
+        return buf[:n]
 
     def arrays(self):
         """(res_ptr, res, latency_s, inline_reduce, bottleneck_Bps) as numpy arrays."""
