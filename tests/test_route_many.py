@@ -83,3 +83,39 @@ def test_route_many_stops_where_after_raises():
         many.route_many([s for s, _ in pairs], [d for _, d in pairs], [False] * len(pairs), out=got, after=after)
     assert got == [("kept",)] + want
     assert _store(many) == _store(one)
+
+
+def _nic_limited(seed):
+    """Two switches, NPUs on both, some with injection / ejection limits (each either below or
+    above the links'), no engine or exchange limit anywhere."""
+    from hcsim.topology import Topology
+    from hcsim.topology.spec import LinkSpec, NpuSpec
+
+    rng = np.random.default_rng(seed)
+    t = Topology("nic-limited")
+    n = int(rng.integers(2, 9))
+    for i in range(n):
+        kw = {}
+        if rng.random() < 0.7:
+            kw["injection_Bps"] = float(rng.choice([5e9, 20e9, 60e9]))
+        if rng.random() < 0.7:
+            kw["ejection_Bps"] = float(rng.choice([5e9, 15e9, 60e9]))
+        t.add_npu(f"n{i}", NpuSpec(**kw))
+    t.add_node("s0", "switch")
+    t.add_node("s1", "switch")
+    t.add_link("s0", "s1", LinkSpec(40e9, 1e-6, "generic", False))
+    for i in range(n):
+        t.add_link(f"n{i}", f"s{i % 2}", LinkSpec(float(rng.choice([10e9, 25e9])), 1e-6, "generic", False))
+    return t
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_route_many_equals_route_with_nic_limits_only(seed):
+    one, many = _nic_limited(seed).compiled(), _nic_limited(seed).compiled()
+    assert not one.engine_res and not one.exchange_res
+    n = _nic_limited(seed).num_npus
+    pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+    want = [one.route(s, d, "ecmp", 0, 1, k % 2 == 0) for k, (s, d) in enumerate(pairs)]
+    got = many.route_many([s for s, _ in pairs], [d for _, d in pairs], [k % 2 == 0 for k in range(len(pairs))])
+    assert got == want
+    assert _store(many) == _store(one)

@@ -713,6 +713,7 @@ class _Compiled:
         self.paths = PathStore()
         self._search = SearchCache(self.out_adj, self.in_adj)
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
+        self._io_cap = None  # route_many's per-node end capacities, made on first use
         # Per-link and per-resource figures as Python lists: a route reads a few of each.
         self._link_lat = [s.latency_s for s in specs]
         self._link_inline = [s.inline_reduce for s in specs]
@@ -825,6 +826,10 @@ class _Compiled:
                                                 store.bottleneck_Bps)
         ecmp = policy == "ecmp"
         first = len(out)
+        only_io = not self.engine_res and not self.exchange_res
+        if only_io and self._io_cap is None:  # per node: its injection and ejection capacity, or None
+            self._io_cap = [tuple(min(map(cap_of, e), default=None) for e in end[:2]) for end in ends]
+        io_cap = self._io_cap
         for src, dst, pair in zip(srcs, dsts, pairs, strict=True):
             key = (src, dst, policy, seed, qps, pair)
             hit = routes.get(key)
@@ -837,10 +842,11 @@ class _Compiled:
             lats = None
             if len(link_paths) > 1:
                 lats = [sum(map(lat_of, lp)) for lp in link_paths]
-                best = min(lats)
-                kept = [k for k, lat in enumerate(lats) if lat <= best * (1 + 1e-12)]
-                link_paths = [link_paths[k] for k in kept]
-                lats = [lats[k] for k in kept]
+                cut = min(lats) * (1 + 1e-12)
+                if max(lats) > cut:  # (mostly every path ties and is kept)
+                    kept = [k for k, lat in enumerate(lats) if lat <= cut]
+                    link_paths = [link_paths[k] for k in kept]
+                    lats = [lats[k] for k in kept]
             if not link_paths:
                 raise TopologyError(
                     f"route {self.node_names[src]} -> {self.node_names[dst]}: unreachable in topology "
@@ -854,10 +860,17 @@ class _Compiled:
                 lats = [lats[k] for k in pick]
             end_s, end_d = ends[src], ends[dst]
             head = end_s[0]
-            tail = end_d[1] + end_s[2] + end_d[2]
-            if pair:
-                tail = tail + end_s[3] + end_d[3]
-            end_cap = min(map(cap_of, head + tail), default=None)
+            if only_io:  # no engine or exchange resource anywhere: the ends are the two NIC limits
+                tail = end_d[1]
+                end_cap = io_cap[src][0]
+                cap_d = io_cap[dst][1]
+                if end_cap is None or (cap_d is not None and cap_d < end_cap):
+                    end_cap = cap_d
+            else:
+                tail = end_d[1] + end_s[2] + end_d[2]
+                if pair:
+                    tail = tail + end_s[3] + end_d[3]
+                end_cap = min(map(cap_of, head + tail), default=None)
             ids = []
             for n, lp in enumerate(link_paths):
                 s_res.extend(head)
