@@ -5,8 +5,8 @@ import gc
 import pytest
 
 import hcsim
-from hcsim.engine.des import collector_paused
 from hcsim.topology import single_switch
+from hcsim.topology.routing import collector_paused
 
 
 @pytest.mark.parametrize("enabled", [True, False])
@@ -20,5 +20,20 @@ def test_collector_state_is_restored_after_a_run_and_after_an_error(enabled):
             assert not gc.isenabled()
             raise RuntimeError
         assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_collector_is_back_after_a_refused_topology():
+    """Compiling pauses the collector too; a graph it refuses leaves it running."""
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        topo = single_switch(4, 1e9)
+        u, v = next(iter(topo.graph.edges))
+        del topo.graph.edges[u, v]["spec"]
+        with pytest.raises(hcsim.errors.TopologyError, match="LinkSpec"):
+            topo.compiled()
+        assert gc.isenabled()
     finally:
         (gc.enable if was else gc.disable)()

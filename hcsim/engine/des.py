@@ -31,8 +31,6 @@ otherwise a new flow simply gets its path's bottleneck bandwidth.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import heapq
 import math
@@ -43,7 +41,7 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_INSTANT, hop_work
-from ..topology.routing import ROUTING_POLICIES
+from ..topology.routing import ROUTING_POLICIES, collector_paused
 from . import fairshare
 from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
@@ -332,26 +330,6 @@ the 1e-9 margin of ``_HOT`` over 64 recomputations' worth of changes)."""
 
 _BIG_Bps = 1e30
 """Demand counted for a path with no finite bottleneck (keeps the running sums finite)."""
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Pause Python's cyclic garbage collector for a block (as it was after: a collector the
-    caller had disabled stays disabled).
-
-    A run on its own clock allocates millions of short-lived tuples and arrays, none in a
-    reference cycle (a 2,048-NPU pod's run leaves 7 objects for the collector), and each of
-    the collector's full passes scans the whole heap, the topology's graph included (about
-    80 ms a pass at 2,048 NPUs): they freed nothing. Reference counting still frees
-    everything else as it goes."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class Fabric:

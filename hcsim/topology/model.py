@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import gc
 import itertools
 from dataclasses import dataclass, field
 
@@ -13,7 +12,7 @@ import numpy as np
 from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, WorkLimitError, bad_value
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
-from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, ecmp_index
+from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, collector_paused, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
 
 PRODUCTS = ("910A", "910B", "910_93")
@@ -657,6 +656,10 @@ class _Compiled:
     specs it saw alive, so no new spec can reuse one's identity."""
 
     def __init__(self, topo: Topology, fingerprint: list | None = None):
+        with collector_paused():  # a large fabric's adjacency: a few tuples per link, none in a cycle
+            self._build(topo, fingerprint)
+
+    def _build(self, topo: Topology, fingerprint: list | None) -> None:
         g = topo.graph
         self.fingerprint = _fingerprint(g) if fingerprint is None else fingerprint
         _check_graph(topo)
@@ -805,17 +808,10 @@ class _Compiled:
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
         out = [] if out is None else out
-        # Routing a large step allocates tens of thousands of tuples and lists, none of them in a
-        # reference cycle: the collector's passes over the whole heap (the topology's graph
-        # included) would find nothing to free, so it is paused for the call (and resumed after).
-        paused = len(srcs) > 256 and gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
+        if len(srcs) <= 256:
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
-        finally:
-            if paused:
-                gc.enable()
+        with collector_paused():  # tens of thousands of tuples and lists, none in a cycle
+            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
 
     def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
         routes, search = self._routes, self._search.all_shortest_paths
