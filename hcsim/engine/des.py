@@ -31,6 +31,7 @@ otherwise a new flow simply gets its path's bottleneck bandwidth.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import math
@@ -330,6 +331,10 @@ the 1e-9 margin of ``_HOT`` over 64 recomputations' worth of changes)."""
 
 _BIG_Bps = 1e30
 """Demand counted for a path with no finite bottleneck (keeps the running sums finite)."""
+
+
+_PAUSE_RANKS = 1024
+"""Runs of at least this many ranks pause the cyclic collector (:func:`collector_paused`)."""
 
 
 class Fabric:
@@ -945,7 +950,9 @@ class FlowSimulator:
         ``record`` never changes the time.
         """
         if env is None:
-            with collector_paused():
+            # a large run only: one full collection first (a few tens of ms) saves the passes the
+            # run's allocations would trigger; a small run keeps the collector going
+            with collector_paused(collect=True) if self.p >= _PAUSE_RANKS else contextlib.nullcontext():
                 if self._own_fabric and not self.fabric.force_full_recompute:
                     t = self._lone_pass(fill=True, bound=_DemandBound(self))
                     if t is not None:

@@ -641,6 +641,11 @@ def _check_graph(topo) -> list:
     return npus
 
 
+_PAUSE_LINKS = 16384
+"""Compiling a graph of at least this many links pauses the cyclic collector (after one full
+collection: :func:`~hcsim.topology.routing.collector_paused`)."""
+
+
 class _Compiled:
     """Integer view of a topology: link and endpoint resources, adjacency, route cache.
 
@@ -656,7 +661,10 @@ class _Compiled:
     specs it saw alive, so no new spec can reuse one's identity."""
 
     def __init__(self, topo: Topology, fingerprint: list | None = None):
-        with collector_paused():  # a large fabric's adjacency: a few tuples per link, none in a cycle
+        if topo.graph.number_of_edges() < _PAUSE_LINKS:
+            self._build(topo, fingerprint)
+            return
+        with collector_paused(collect=True):  # a large fabric's adjacency: tuples per link, no cycle
             self._build(topo, fingerprint)
 
     def _build(self, topo: Topology, fingerprint: list | None) -> None:
