@@ -15,11 +15,13 @@ def test_collector_state_is_restored_after_a_run_and_after_an_error(enabled):
     try:
         (gc.enable if enabled else gc.disable)()
         hcsim.simulate(single_switch(8, 1e9), "allreduce", "1MiB", "ring")
+        hcsim.simulate(single_switch(1024, 1e9), "allreduce", "1MiB", "ring", max_work=None)  # a paused run
         assert gc.isenabled() is enabled
-        with pytest.raises(RuntimeError), collector_paused():
-            assert not gc.isenabled()
-            raise RuntimeError
-        assert gc.isenabled() is enabled
+        for collect in (False, True):
+            with pytest.raises(RuntimeError), collector_paused(collect=collect):
+                assert not gc.isenabled()
+                raise RuntimeError
+            assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
 
