@@ -31,6 +31,7 @@ otherwise a new flow simply gets its path's bottleneck bandwidth.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import math
@@ -41,7 +42,7 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_INSTANT, hop_work
-from ..topology.routing import ROUTING_POLICIES
+from ..topology.routing import ROUTING_POLICIES, collector_paused
 from . import fairshare
 from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
 from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, receiver_sending
@@ -352,6 +353,10 @@ _BIG_Bps = 1e30
 """Demand counted for a path with no finite bottleneck (keeps the running sums finite)."""
 
 
+_PAUSE_RANKS = 1024
+"""Runs of at least this many ranks pause the cyclic collector (:func:`collector_paused`)."""
+
+
 class Fabric:
     """One network: the flows of every operation running on it, and its event queue.
 
@@ -432,9 +437,22 @@ class Fabric:
         rows = len(self.net.paths.latency_s)
         if rows != self._path_rows:
             self._path_mat = self.net.paths.matrix(self.pad)
-            self._path_bw = self.net.paths.arrays()[4]
-            # the distinct bottlenecks, and each path's (the compiled recomputation groups by them)
-            self._bw_values, self._path_bw_class = np.unique(self._path_bw, return_inverse=True)
+            bw = self._path_bw = self.net.paths.arrays()[4]
+            # the distinct bottlenecks, and each path's (the compiled recomputation groups by them):
+            # np.unique(bw, return_inverse=True), taken over the paths added since the last time
+            # only (a large run adds paths step by step; sorting them all again was quadratic)
+            start = self._path_rows
+            if not 0 < start < rows:
+                self._bw_values, self._path_bw_class = np.unique(bw, return_inverse=True)
+            else:
+                values, new = self._bw_values, bw[start:]
+                at = np.searchsorted(values, new)
+                if not (at < values.size).all() or not (values[np.minimum(at, values.size - 1)] == new).all():
+                    merged = np.unique(np.concatenate([values, new]))  # the same values as all of bw's
+                    self._path_bw_class = np.searchsorted(merged, values)[self._path_bw_class]
+                    values = self._bw_values = merged
+                    at = np.searchsorted(values, new)
+                self._path_bw_class = np.concatenate([self._path_bw_class, at])
             self._path_rows = rows
 
     # ---------------------------------------------------------------- events
@@ -959,13 +977,16 @@ class FlowSimulator:
         True and no instants are counted), and the same records when it keeps them, so
         ``record`` never changes the time.
         """
-        if env is None and self._own_fabric and not self.fabric.force_full_recompute:
-            t = self._lone_pass(fill=True, bound=_DemandBound(self))
-            if t is not None:
-                self.contention_free = True
-                return t
         if env is None:
-            return self._run_alone()
+            # a large run only: one full collection first (a few tens of ms) saves the passes the
+            # run's allocations would trigger; a small run keeps the collector going
+            with collector_paused(collect=True) if self.p >= _PAUSE_RANKS else contextlib.nullcontext():
+                if self._own_fabric and not self.fabric.force_full_recompute:
+                    t = self._lone_pass(fill=True, bound=_DemandBound(self))
+                    if t is not None:
+                        self.contention_free = True
+                        return t
+                return self._run_alone()
         proc = env.process(self.process(env))
         env.run(until=proc)
         return proc.value
@@ -1192,17 +1213,24 @@ class FlowSimulator:
             groups, done = [], []
             ptr = net.paths.res_ptr
             try:
-                for u, is_new in zip(uniq[todo].tolist(), fresh[todo].tolist(), strict=True):
-                    g = net.route(u // 2 // nn, u // 2 % nn, policy, seed, qps, bool(u % 2))
-                    groups.append(g)
-                    done.append(u)
-                    if is_new:  # a search costs about an instant up to FREE_HOPS hops, and grows with the
-                        # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
+                pend = uniq[todo]
+                node_pair = pend // 2
+                is_new = fresh[todo].tolist()
+
+                def count(k, g):  # a search costs about an instant up to FREE_HOPS hops, and grows with the
+                    # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
+                    if is_new[k]:
                         hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
                         if hops > FREE_HOPS:
                             fabric.route_work += hop_work(hops)
                             if fabric.max_work is not None:
                                 fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
+
+                try:
+                    net.route_many((node_pair // nn).tolist(), (node_pair % nn).tolist(),
+                                   (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups, after=count)
+                finally:
+                    done = pend[:len(groups)].tolist()
             finally:
                 _, _, p_lat, p_inline, _ = net.paths.arrays()
                 table.set_groups(np.array(done, dtype=np.int64), groups, p_lat, p_inline)

@@ -12,7 +12,7 @@ import numpy as np
 from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, WorkLimitError, bad_value
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
-from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, ecmp_index
+from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, collector_paused, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
 
 PRODUCTS = ("910A", "910B", "910_93")
@@ -551,27 +551,35 @@ class PathStore:
         return len(self.latency_s) - 1
 
     def matrix(self, pad: int) -> np.ndarray:
-        """Resources of every path as rows of a matrix, short rows padded with ``pad``."""
+        """Resources of every path as rows of a matrix, short rows padded with ``pad``.
+
+        The rows sit at the top of a buffer with room to grow (half as many rows again when it
+        is reallocated), so paths added since the last call are written after the others
+        instead of the whole matrix being copied each time; the result is a view of it (the
+        same values as a fresh conversion: tests/test_routing_structure.py)."""
         n = len(self.latency_s)
         kept = self._matrix
         if kept is not None and kept[0] == n and kept[1] == pad:
-            return kept[2]
+            return kept[2][:n]
         start = kept[0] if kept is not None and kept[1] == pad and 0 < kept[0] <= n else 0
         ptr = np.asarray(self.res_ptr[start:n + 1], dtype=np.int64)
         lens = np.diff(ptr)
         width = int(lens.max()) if n else 1
         old = kept[2] if start else None
-        if old is not None:
-            width = max(width, old.shape[1])
-        mat = np.full((n - start, width), pad, dtype=np.int64)
+        if old is not None and old.shape[1] >= width and old.shape[0] >= n:
+            buf = old
+        else:
+            if old is not None:
+                width = max(width, old.shape[1])
+            buf = np.full((n + n // 2 if start else n, width), pad, dtype=np.int64)
+            if old is not None:
+                buf[:start, :old.shape[1]] = old[:start]
+        new = buf[start:n, :width]
+        new[...] = pad  # rows past the old ones may hold nothing yet, or (a reused buffer) pad
         mask = np.arange(width)[None, :] < lens[:, None]
-        mat[mask] = np.asarray(self.res[ptr[0]:ptr[-1]], dtype=np.int64)
-        if old is not None:
-            if old.shape[1] < width:
-                old = np.hstack([old, np.full((old.shape[0], width - old.shape[1]), pad, dtype=np.int64)])
-            mat = np.vstack([old, mat])
-        self._matrix = (n, pad, mat)
-        return mat
+        new[mask] = np.asarray(self.res[ptr[0]:ptr[-1]], dtype=np.int64)
+        self._matrix = (n, pad, buf)
+        return buf[:n]
 
     def arrays(self):
         """(res_ptr, res, latency_s, inline_reduce, bottleneck_Bps) as numpy arrays."""
@@ -635,6 +643,11 @@ def _check_graph(topo) -> list:
     return npus
 
 
+_PAUSE_LINKS = 16384
+"""Compiling a graph of at least this many links pauses the cyclic collector (after one full
+collection: :func:`~hcsim.topology.routing.collector_paused`)."""
+
+
 class _Compiled:
     """Integer view of a topology: link and endpoint resources, adjacency, route cache.
 
@@ -650,6 +663,13 @@ class _Compiled:
     specs it saw alive, so no new spec can reuse one's identity."""
 
     def __init__(self, topo: Topology, fingerprint: list | None = None):
+        if topo.graph.number_of_edges() < _PAUSE_LINKS:
+            self._build(topo, fingerprint)
+            return
+        with collector_paused(collect=True):  # a large fabric's adjacency: tuples per link, no cycle
+            self._build(topo, fingerprint)
+
+    def _build(self, topo: Topology, fingerprint: list | None) -> None:
         g = topo.graph
         self.fingerprint = _fingerprint(g) if fingerprint is None else fingerprint
         _check_graph(topo)
@@ -706,6 +726,7 @@ class _Compiled:
         self.paths = PathStore()
         self._search = SearchCache(self.out_adj, self.in_adj)
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
+        self._io_cap = None  # route_many's per-node end capacities, made on first use
         # Per-link and per-resource figures as Python lists: a route reads a few of each.
         self._link_lat = [s.latency_s for s in specs]
         self._link_inline = [s.inline_reduce for s in specs]
@@ -763,4 +784,116 @@ class _Compiled:
             ids.append(add(res, lat, inline, float(min(map(cap_of, res)))))
         out = tuple(ids)
         self._routes[key] = out
+        return out
+
+    def route_many(self, srcs, dsts, pairs, policy: str = "ecmp", seed: int = 0, qps: int = 1,
+                   out: list | None = None, after=None) -> list:
+        """:meth:`route` of many node pairs: ``[route(s, d, policy, seed, qps, p) for s, d, p in
+        zip(srcs, dsts, pairs)]``, the same path ids added to the store in the same order.
+
+        One call for a step's pairs instead of one per pair: the options are checked once, each
+        node's end resources joined once, and the bottleneck of a path is the smaller of its
+        links' (kept per link path) and its end resources' (``min`` is exact in any grouping).
+
+        Parameters
+        ----------
+        srcs, dsts : sequence of int
+            Node indices (Python ints).
+        pairs : sequence of bool
+            ``pair`` for each, as for :meth:`route`.
+        policy, seed, qps
+            As for :meth:`route`.
+        out : list, optional
+            Append the routes to this list (those found before an error stay in it).
+        after : callable, optional
+            ``after(k, ids)`` once pair ``k`` is routed (and appended), before the next is: it
+            may raise to stop the routing there (a work bound).
+
+        Returns
+        -------
+        list of tuple of int
+            ``out``, with each pair's path ids appended.
+        """
+        seed, qps = int(seed), int(qps)
+        if policy not in ROUTING_POLICIES:
+            raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
+        out = [] if out is None else out
+        if len(srcs) <= 256:
+            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
+        with collector_paused():  # tens of thousands of tuples and lists, none in a cycle
+            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
+
+    def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
+        routes, search = self._routes, self._search.all_shortest_paths
+        ends = self._ends
+        lat_of, inline_of, cap_of = self._link_lat.__getitem__, self._link_inline.__getitem__, self._caps.__getitem__
+        store = self.paths
+        s_res, s_ptr, s_lat, s_inline, s_cap = (store.res, store.res_ptr, store.latency_s, store.inline_reduce,
+                                                store.bottleneck_Bps)
+        ecmp = policy == "ecmp"
+        first = len(out)
+        only_io = not self.engine_res and not self.exchange_res
+        if only_io and self._io_cap is None:  # per node: its injection and ejection capacity, or None
+            self._io_cap = [tuple(min(map(cap_of, e), default=None) for e in end[:2]) for end in ends]
+        io_cap = self._io_cap
+        for src, dst, pair in zip(srcs, dsts, pairs, strict=True):
+            key = (src, dst, policy, seed, qps, pair)
+            hit = routes.get(key)
+            if hit is not None:
+                out.append(hit)
+                if after is not None:
+                    after(len(out) - 1 - first, hit)
+                continue
+            link_paths = search(src, dst, MAX_PATHS)
+            lats = None
+            if len(link_paths) > 1:
+                lats = [sum(map(lat_of, lp)) for lp in link_paths]
+                cut = min(lats) * (1 + 1e-12)
+                if max(lats) > cut:  # (mostly every path ties and is kept)
+                    kept = [k for k, lat in enumerate(lats) if lat <= cut]
+                    link_paths = [link_paths[k] for k in kept]
+                    lats = [lats[k] for k in kept]
+            if not link_paths:
+                raise TopologyError(
+                    f"route {self.node_names[src]} -> {self.node_names[dst]}: unreachable in topology "
+                    f"{self.topo.name!r}")
+            if ecmp and len(link_paths) > 1:
+                if qps == 1:
+                    pick = [ecmp_index(src, dst, len(link_paths), seed)]
+                else:
+                    pick = [ecmp_index(src, dst, len(link_paths), seed * 64 + q) for q in range(qps)]
+                link_paths = [link_paths[k] for k in pick]
+                lats = [lats[k] for k in pick]
+            end_s, end_d = ends[src], ends[dst]
+            head = end_s[0]
+            if only_io:  # no engine or exchange resource anywhere: the ends are the two NIC limits
+                tail = end_d[1]
+                end_cap = io_cap[src][0]
+                cap_d = io_cap[dst][1]
+                if end_cap is None or (cap_d is not None and cap_d < end_cap):
+                    end_cap = cap_d
+            else:
+                tail = end_d[1] + end_s[2] + end_d[2]
+                if pair:
+                    tail = tail + end_s[3] + end_d[3]
+                end_cap = min(map(cap_of, head + tail), default=None)
+            ids = []
+            for n, lp in enumerate(link_paths):
+                s_res.extend(head)
+                s_res.extend(lp)
+                s_res.extend(tail)
+                s_ptr.append(len(s_res))
+                s_lat.append(float(sum(map(lat_of, lp)) if lats is None else lats[n]))
+                s_inline.append(bool(lp) and all(map(inline_of, lp)))
+                cap = min(map(cap_of, lp), default=end_cap)
+                if cap is None:  # no resource at all: the ValueError route() raises
+                    cap = min(())
+                elif end_cap is not None and end_cap < cap:
+                    cap = end_cap
+                s_cap.append(float(cap))
+                ids.append(len(s_lat) - 1)
+            hit = routes[key] = tuple(ids)
+            out.append(hit)
+            if after is not None:
+                after(len(out) - 1 - first, hit)
         return out

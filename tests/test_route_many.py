@@ -1,0 +1,121 @@
+"""``route_many`` gives what ``route`` gives pair by pair: the same path ids, the same path store."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hcsim
+from tests.test_routing_structure import KINDS, random_topology
+
+OPTIONS = (("ecmp", 0, 1), ("ecmp", 7, 1), ("ecmp", 3, 4), ("spray", 0, 1), ("spray", 5, 1))
+
+
+def _store(net):
+    p = net.paths
+    return p.res_ptr, p.res, p.latency_s, p.inline_reduce, p.bottleneck_Bps
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), kind=st.sampled_from(KINDS))
+def test_route_many_equals_route_pair_by_pair(seed, kind):
+    _compare(seed, kind)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_route_many_equals_route_on_explicit_graphs(seed):
+    """User-like graphs: end resources (injection, engine, exchange limits) below some links'."""
+    _compare(seed, "random")
+
+
+def _compare(seed, kind):
+    rng = np.random.default_rng(seed)
+    topo = random_topology(kind, rng)
+    one, many = topo.compiled(), random_topology(kind, np.random.default_rng(seed)).compiled()
+    n = topo.num_npus
+    for policy, ecmp_seed, qps in OPTIONS:
+        m = int(rng.integers(1, 4 * n * n + 1))
+        src = rng.integers(0, n, m).tolist()
+        dst = rng.integers(0, n, m).tolist()
+        pair = rng.integers(0, 2, m).astype(bool).tolist()
+        keep = [k for k in range(m) if src[k] != dst[k]]
+        src, dst, pair = [src[k] for k in keep], [dst[k] for k in keep], [pair[k] for k in keep]
+        want, err = [], None
+        for s, d, p in zip(src, dst, pair, strict=True):
+            try:
+                want.append(one.route(s, d, policy, ecmp_seed, qps, p))
+            except hcsim.errors.TopologyError as e:
+                err = e
+                break
+        got = []
+        if err is None:
+            many.route_many(src, dst, pair, policy, ecmp_seed, qps, out=got)
+        else:
+            with pytest.raises(hcsim.errors.TopologyError, match="unreachable"):
+                many.route_many(src, dst, pair, policy, ecmp_seed, qps, out=got)
+        assert got == want
+        assert _store(many) == _store(one)
+        if err is not None:
+            return
+
+
+def test_route_many_refuses_an_unknown_policy():
+    net = random_topology("switch", np.random.default_rng(0)).compiled()
+    with pytest.raises(ValueError, match="routing"):
+        net.route_many([0], [1], [False], "bogus")
+
+
+def test_route_many_stops_where_after_raises():
+    """A work bound raising after pair k leaves pairs 0..k routed, the store as route() left it."""
+    topo = random_topology("leaf_spine", np.random.default_rng(3))
+    one, many = topo.compiled(), random_topology("leaf_spine", np.random.default_rng(3)).compiled()
+    n = topo.num_npus
+    pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+    stop = len(pairs) // 2
+    want = [one.route(s, d) for s, d in pairs[:stop + 1]]
+
+    def after(k, ids):
+        if k == stop:
+            raise RuntimeError("bound")
+
+    got = [("kept",)]
+    with pytest.raises(RuntimeError, match="bound"):
+        many.route_many([s for s, _ in pairs], [d for _, d in pairs], [False] * len(pairs), out=got, after=after)
+    assert got == [("kept",)] + want
+    assert _store(many) == _store(one)
+
+
+def _nic_limited(seed):
+    """Two switches, NPUs on both, some with injection / ejection limits (each either below or
+    above the links'), no engine or exchange limit anywhere."""
+    from hcsim.topology import Topology
+    from hcsim.topology.spec import LinkSpec, NpuSpec
+
+    rng = np.random.default_rng(seed)
+    t = Topology("nic-limited")
+    n = int(rng.integers(2, 9))
+    for i in range(n):
+        kw = {}
+        if rng.random() < 0.7:
+            kw["injection_Bps"] = float(rng.choice([5e9, 20e9, 60e9]))
+        if rng.random() < 0.7:
+            kw["ejection_Bps"] = float(rng.choice([5e9, 15e9, 60e9]))
+        t.add_npu(f"n{i}", NpuSpec(**kw))
+    t.add_node("s0", "switch")
+    t.add_node("s1", "switch")
+    t.add_link("s0", "s1", LinkSpec(40e9, 1e-6, "generic", False))
+    for i in range(n):
+        t.add_link(f"n{i}", f"s{i % 2}", LinkSpec(float(rng.choice([10e9, 25e9])), 1e-6, "generic", False))
+    return t
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_route_many_equals_route_with_nic_limits_only(seed):
+    one, many = _nic_limited(seed).compiled(), _nic_limited(seed).compiled()
+    assert not one.engine_res and not one.exchange_res
+    n = _nic_limited(seed).num_npus
+    pairs = [(s, d) for s in range(n) for d in range(n) if s != d]
+    want = [one.route(s, d, "ecmp", 0, 1, k % 2 == 0) for k, (s, d) in enumerate(pairs)]
+    got = many.route_many([s for s, _ in pairs], [d for _, d in pairs], [k % 2 == 0 for k in range(len(pairs))])
+    assert got == want
+    assert _store(many) == _store(one)
