@@ -1325,9 +1325,9 @@ class FlowSimulator:
             deg = st.route.degree(ranks)
             if not deg.any():  # none of them takes part in step k (a rooted phase's idle ranks):
                 k += 1         # on to the next, with nothing to record (set where they stop)
-                skipped += 1  # jump at once where the index is built, else after a run of idle steps
-                if (skipped == SKIP_INDEX_AFTER or self._active is not None and self._active is not False
-                        and skipped < SKIP_INDEX_AFTER) and self._active_index() is not None:
+                skipped += 1  # jump at once once the index is built, else after a run of idle steps
+                indexed = self._active is not None and self._active is not False
+                if (indexed or skipped == SKIP_INDEX_AFTER) and self._active_index() is not None:
                     ranks, k = self._jump(ranks, k, now)
                     skipped = 0
                 continue
