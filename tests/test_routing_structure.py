@@ -275,6 +275,7 @@ def test_dropping_kept_layers_changes_nothing_but_the_work(max_nodes, max_entrie
     for a, b in pairs + pairs[::-1]:
         assert cache.all_shortest_paths(a, b) == ref_paths(net.out_adj, net.in_adj, a, b)
     assert len(cache._fwd) <= max_nodes and len(cache._bwd) <= max_nodes
+    assert len(cache._unique) <= 16 * max_nodes  # the reversed single paths are bounded too
     held = sum(len(s.seen) for s in [*cache._fwd.values(), *cache._bwd.values()])
     assert held == cache._entries
     assert held <= max(max_entries, 2 * n)  # over the bound only by the two sides in use

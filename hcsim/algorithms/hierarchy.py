@@ -62,10 +62,14 @@ def _flat(collective: str, name: str) -> AlgorithmSpec:
     known = REGISTRY[collective]
     if name not in known and name == "mesh" and collective in ("scatter", "gather", "broadcast", "reduce"):
         name = "star"
-    flat = sorted(n for n, spec in known.items() if spec.levels == 1)
     if name not in known or known[name].levels != 1:  # pipeline and AHC are two-level already
-        raise bad_value(f"algorithm for a {collective} level", name, "a one-level algorithm: " + ", ".join(flat))
+        raise bad_value(f"algorithm for a {collective} level", name, "a one-level algorithm: " + _one_level(collective))
     return known[name]
+
+
+def _one_level(collective: str) -> str:
+    """The registered one-level algorithms for ``collective``, listed for an error message."""
+    return ", ".join(sorted(n for n, spec in REGISTRY[collective].items() if spec.levels == 1))
 
 
 @lru_cache(maxsize=512)
@@ -420,8 +424,7 @@ def _resolve(collective, names):
                 _flat(sub, name)
             except Exception:
                 raise bad_value(f"level{level} algorithm for {collective}", name,
-                                f"a one-level algorithm with a {sub}: "
-                                + ", ".join(sorted(n for n, sp in REGISTRY[sub].items() if sp.levels == 1))) from None
+                                f"a one-level algorithm with a {sub}: " + _one_level(sub)) from None
     cost = None if collective == "alltoallv" else (lambda a, abg: hierarchical_cost(a, names, abg))
     return AlgorithmSpec("/".join(names), collective, lambda a: compose(a, names), cost,
                          f"level0 {names[0]}, level1 {names[1]}" + (f", level2 {names[2]}" if len(names) == 3 else ""),

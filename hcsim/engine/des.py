@@ -122,11 +122,7 @@ def _csr_rows(ptr: np.ndarray, rows: np.ndarray):
     """Positions of the CSR entries of ``rows`` (concatenated) and each row's length."""
     starts = ptr[rows]
     counts = ptr[rows + 1] - starts
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64), counts
-    offs = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return np.arange(total, dtype=np.int64) + offs, counts
+    return _rows_of(starts, counts), counts
 
 
 def _shared_drain(pair: np.ndarray, start: np.ndarray, nbytes: np.ndarray, bw: np.ndarray,
@@ -337,6 +333,10 @@ relative; they are recomputed exactly every ``_RESYNC_EVERY`` recomputations) fr
 demand within 1e-9 above capacity lets its flows exceed it by at most that fraction."""
 
 _RESYNC_EVERY = 64
+"""The running demand sums are recomputed exactly at every 64th max-min recomputation (adds
+and subtracts of the same values drift by about 1e-16 of the magnitudes involved, far inside
+the 1e-9 margin of ``_HOT`` over 64 recomputations' worth of changes)."""
+
 SKIP_INDEX_AFTER = 16
 """Idle steps a group of entering ranks walks one by one before the run indexes every rank's
 steps (:meth:`FlowSimulator._active_index`) and jumps: a rooted hierarchical reduce on 8,192
@@ -345,9 +345,6 @@ ROUTES_CACHE_BYTES = 256 << 20
 """Most a fabric keeps of its steps' routings for steps that repeat them (emptied when full)."""
 ACTIVE_INDEX_TRANSFERS = 8_000_000
 """Largest schedule (transfers) the run indexes by rank and step (16 bytes a transfer)."""
-"""The running demand sums are recomputed exactly at every 64th max-min recomputation (adds
-and subtracts of the same values drift by about 1e-16 of the magnitudes involved, far inside
-the 1e-9 margin of ``_HOT`` over 64 recomputations' worth of changes)."""
 
 _BIG_Bps = 1e30
 """Demand counted for a path with no finite bottleneck (keeps the running sums finite)."""
@@ -912,8 +909,8 @@ class FlowSimulator:
         # a data type / reduce op that costs the vector unit f times fp32 sum's time per byte
         self.reduce_Bps = self.net.reduce_Bps[self.rank_node] / config.reduce_time_factor
         self.pad = self.fabric.pad
-        # bytes sent down each path: counted per distinct (routing, byte counts) of the steps this
-        # run entered (_count_step), summed only when asked (:attr:`path_bytes`)
+        # bytes sent down each path: accumulated per path array of the steps this run entered
+        # (_count_step), summed over paths only when asked (:attr:`path_bytes`)
         self._moved: dict = {}
         # ranks
         self.cur_step = np.full(self.p, -1, dtype=np.int64)
@@ -1326,7 +1323,7 @@ class FlowSimulator:
             if not deg.any():  # none of them takes part in step k (a rooted phase's idle ranks):
                 k += 1         # on to the next, with nothing to record (set where they stop)
                 skipped += 1  # jump at once once the index is built, else after a run of idle steps
-                indexed = self._active is not None and self._active is not False
+                indexed = isinstance(self._active, np.ndarray)
                 if (indexed or skipped == SKIP_INDEX_AFTER) and self._active_index() is not None:
                     ranks, k = self._jump(ranks, k, now)
                     skipped = 0

@@ -310,8 +310,7 @@ class Topology:
         if key is not None and cached is not None and isinstance(graph, nx.DiGraph) and not graph.is_multigraph():
             try:
                 if cached[0] == key:
-                    if self._held is not None:
-                        self._held.add("npus")
+                    self._checked("npus")
                     return cached[1], cached[2]
             except Exception:  # a spec edited into an object whose == misbehaves: list again
                 pass
@@ -320,9 +319,14 @@ class Topology:
         names = [o[-1] for o in sorted(order)]
         specs = dict(nodes)
         self._npu_table = None if key is None else (key, names, specs)
-        if self._held is not None and key is not None:
-            self._held.add("npus")
+        if key is not None:
+            self._checked("npus")
         return names, specs
+
+    def _checked(self, what: str) -> None:
+        """Inside :meth:`unchanged`: ``what`` ("npus", "compiled") has been checked against the graph."""
+        if self._held is not None:
+            self._held.add(what)
 
     @contextlib.contextmanager
     def unchanged(self):
@@ -430,15 +434,13 @@ class Topology:
         if cached is not None:
             try:
                 if cached.fingerprint == fp:
-                    if self._held is not None:
-                        self._held.add("compiled")
+                    self._checked("compiled")
                     return cached
             except Exception:  # a spec edited into an object whose == misbehaves: rebuild (and refuse)
                 pass
         self._compiled = None
         self._compiled = _Compiled(self, fp)
-        if self._held is not None:
-            self._held.add("compiled")
+        self._checked("compiled")
         return self._compiled
 
     def __repr__(self):

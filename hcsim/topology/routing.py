@@ -372,6 +372,8 @@ class SearchCache:
             if self._entries > self.max_entries:
                 self._trim((f, b))
         if len(paths) == 1 and max_paths > 1 and self._reversible():
+            if len(self._unique) >= 16 * self.max_nodes:  # bounded (1M paths by default): emptied when full
+                self._unique.clear()
             self._unique[(src, dst)] = paths[0]
         return paths
 
