@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import inspect
 import itertools
 import math
@@ -55,7 +56,9 @@ from .limits import (
     MAX_SIZE_BYTES,
     MAX_SWEEP_SIZES,
     MAX_WORK,
+    RANKS_PER_UNIT,
     WORK_PER_INSTANT,
+    WORK_PER_ROUTED_STEP,
 )
 from .parallel import map_points
 from .progress import check_progress, progress_bar
@@ -516,7 +519,7 @@ class WorkBudget:
         """Take off what a simulation stopped by a bound had done (0 if refused before it ran);
         returns the reason, in terms of the command's bound."""
         work = getattr(exc, "work", None)
-        if work is None:
+        if not work:  # refused before it ran (an estimate): its own reason, with the estimate
             return str(exc)
         self.spent += int(work)
         if self.per_point or self.max_work is None or not str(exc).startswith("max_work = "):
@@ -627,29 +630,32 @@ def _extrapolated_transfers(spec, args, max_work: int | None = None) -> float:
         hit = _PROBES[key] = _probe(spec, args)
         if len(_PROBES) > 1024:
             _PROBES.pop(next(iter(_PROBES)))
-    estimate, held, (p0, p1), pairs = hit
+    estimate, held, (p0, p1), pairs, routed = hit
     if held > MAX_SCHEDULE_BYTES:
         raise WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks would hold about "
                              f"{estimate:.3g} transfers in {held / 2**30:.3g} GiB (extrapolated from {p0} and {p1} "
                              f"ranks), more than MAX_SCHEDULE_BYTES = {MAX_SCHEDULE_BYTES / 2**30:g} GiB; use fewer "
                              "ranks or another algorithm")
-    if max_work is not None and pairs * WORK_PER_INSTANT > max_work:  # routing its pairs alone passes it
+    if max_work is not None and pairs * WORK_PER_INSTANT + routed > max_work:  # routing alone passes it
         exc = WorkLimitError(f"max_work = {max_work}: {spec.name} {args.collective} on {args.p} ranks routes about "
-                             f"{pairs:,.0f} distinct rank pairs ({WORK_PER_INSTANT} units each, extrapolated from {p0} "
-                             f"and {p1} ranks) before anything moves; use fewer ranks or another algorithm, or raise "
-                             "max_work (--max-work)")
+                             f"{pairs:,.0f} distinct rank pairs ({WORK_PER_INSTANT} units each) in steps of about "
+                             f"{routed:,.0f} units (extrapolated from {p0} and {p1} ranks) before anything moves; use "
+                             "fewer ranks or another algorithm, or raise max_work (--max-work)")
         exc.work = 0  # refused before any work (see simulate's step refusal)
         raise exc
     return estimate
 
 
 _PROBES: dict = {}
-"""Call shape -> (transfers, bytes, probe ranks, distinct rank pairs) of :func:`_extrapolated_transfers`."""
+"""Call shape -> (transfers, bytes, probe ranks, distinct rank pairs, routing work of its distinct
+steps) of :func:`_extrapolated_transfers`."""
 
 
 def _probe(spec, args):
     """Build ``spec`` on truncated layouts of about PROBE_RANKS / 2 and PROBE_RANKS ranks and
-    extrapolate to ``args``: (transfers, bytes held, the probes' ranks, distinct rank pairs)."""
+    extrapolate to ``args``: (transfers, bytes held, the probes' ranks, distinct rank pairs, and the
+    work of routing its steps: :data:`~hcsim.limits.WORK_PER_ROUTED_STEP` and one unit a transfer
+    for each step whose rank pairs no earlier step had, as the engine counts them)."""
     import tracemalloc
 
     sizes = args.server_sizes
@@ -673,15 +679,36 @@ def _probe(spec, args):
                 tracemalloc.stop()
         pairs = np.unique(np.concatenate([st.src.astype(np.int64) * p + st.dst for st in sched.steps if len(st)]
                                          or [np.zeros(0, dtype=np.int64)])).size
-        counts.append((p, sum(len(st) for st in sched.steps), pairs))
+        counts.append((p, sum(len(st) for st in sched.steps), pairs, *_routed_steps(sched.steps)))
         helds.append(held)
         del sched
-    (p0, t0, q0), (p1, t1, q1) = counts
+    (p0, t0, q0, d0, r0), (p1, t1, q1, d1, r1) = counts
     estimate, pairs = _grown(t0, t1, p0, p1, args.p), _grown(q0, q1, p0, p1, args.p)
+    routed = (_grown(d0, d1, p0, p1, args.p) * (WORK_PER_ROUTED_STEP + 2 * (args.p // RANKS_PER_UNIT))
+              + _grown(r0, r1, p0, p1, args.p))
     # memory grows by its own law, not the transfers': a Bruck alltoall's messages each hold p / 2
     # blocks, so its memory grows as p^2 log p where its transfers grow as p log p
     held = max(estimate * helds[1] / max(t1, 1), _grown(helds[0], helds[1], p0, p1, args.p))
-    return estimate, held, (p0, p1), pairs
+    return estimate, held, (p0, p1), pairs, routed
+
+
+def _routed_steps(steps) -> tuple[int, int]:
+    """The steps the engine routes afresh among ``steps`` (each whose rank pairs, in order, no
+    earlier step had; a lazily built ring's thousands of equal steps count once) and their
+    transfers: it counts :data:`~hcsim.limits.WORK_PER_ROUTED_STEP` (and more on many ranks)
+    for each, and one unit a transfer."""
+    seen, n_steps, n_transfers, last = set(), 0, 0, None
+    for st in steps:
+        if last is not None and st.src is last[0] and st.dst is last[1]:
+            continue
+        last = (st.src, st.dst)
+        key = hashlib.blake2b(st.src.astype(np.int64).tobytes() + b"|" + st.dst.astype(np.int64).tobytes(),
+                              digest_size=16).digest()
+        if key not in seen:
+            seen.add(key)
+            n_steps += 1
+            n_transfers += len(st)
+    return n_steps, n_transfers
 
 
 def _grown(n0: float, n1: float, p0: int, p1: int, p: int) -> float:

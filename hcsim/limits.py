@@ -61,6 +61,28 @@ pair routed afresh) counts for, against one flow-rate update's 1: an instant cos
 interpreter and numpy calls, a route search about as much, a flow-rate update about 1 us
 (docs/performance.md, "The work bound")."""
 
+RANKS_PER_UNIT = 256
+"""An event instant or step entry counts one more unit per ``RANKS_PER_UNIT`` ranks of the
+largest run on its network, and a step routed afresh two more: their numpy calls work on
+arrays of one entry per rank (a ring gather on the A2 pod, measured on a 2-core machine: about
+35 us an instant or entry on 1,024 ranks, 55 us on 4,096, 64 us on 8,192, 120 us on 16,384; a
+one-transfer step routed afresh about 300 us on 16,384 ranks; docs/performance.md, "The work
+bound")."""
+
+LONE_TRANSFERS_PER_UNIT = 32
+"""A step of the contention-free pass counts one more unit per ``LONE_TRANSFERS_PER_UNIT`` of its
+transfers (and :data:`RANKS_PER_UNIT`'s units): its arrays have one entry per transfer (a ring
+allreduce on 4,096 NPUs, 4,096 transfers a step: about 240 us a step)."""
+
+WORK_PER_ROUTED_STEP = 4 * WORK_PER_INSTANT
+"""Engine work units a step counts when its transfers are routed afresh (no earlier step of the
+fabric had the same rank pairs), besides 1 per transfer routed and :data:`WORK_PER_INSTANT` per
+rank pair new to the fabric (and 2 per :data:`RANKS_PER_UNIT` ranks): finding, grouping and
+indexing a step's routes costs about 200 us of numpy calls however few its transfers, more on
+many ranks, and about 0.6 us per transfer
+(a flat ring reduce on 16,384 NPUs routes 16,383 one-transfer steps; a ring scatter on 8,192
+routes 33M transfers in 8,191 steps; docs/performance.md, "The work bound")."""
+
 FREE_HOPS = 16
 WORK_PER_HOP = 5
 """A rank pair's route search costs about an event instant (:data:`WORK_PER_INSTANT`) while its
@@ -82,12 +104,15 @@ besides its engine's."""
 
 MAX_WORK = 5_000_000
 """Most engine work (units of :data:`WORK_PER_INSTANT` per event instant, step entry, contention-free step
-or rank pair routed, and 1 per flow-rate update, about 1 us each on a 2-core machine) one command's event-driven
+or rank pair routed, more on many ranks (:data:`RANKS_PER_UNIT`), :data:`WORK_PER_ROUTED_STEP` and 1
+a transfer per step routed afresh, and 1 per flow-rate update, about 1 us each on a 2-core machine) one command's event-driven
 simulations take on: one :func:`~hcsim.simulate` call (all its CCL-buffer loops), one sweep or
 selection study (all its points), one job run. Seconds, not minutes: a run that would pass it stops
 with a one-line :class:`~hcsim.errors.WorkLimitError` naming the work done and how to proceed
 (``max_work=`` / ``--max-work`` raises it; ``None`` / ``0`` removes it); a sweep's points beyond it
-are refused one by one. The 64-server A2 pod's 64 MiB allreduce takes 3.6M."""
+are refused one by one. The 128-server A2 pod's 64 MiB allreduce takes 2.6M. Calls on more than
+:data:`hcsim.api.PROBE_RANKS` ranks whose routing alone (extrapolated from two smaller layouts)
+would pass it are refused before their schedule is built."""
 
 MAX_FLOW_UPDATES = 200_000_000
 """Most flow-rate recomputations one event-driven run makes (the engine's work when contention

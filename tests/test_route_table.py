@@ -1,6 +1,8 @@
 """A step's routing read from the fabric's route table (numpy lookups) equals routing each
 transfer with ``net.route``, and counts the routing work of each new node pair once."""
 
+from types import SimpleNamespace
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -8,7 +10,7 @@ from hypothesis import strategies as st
 from hcsim.algorithms import build_schedule
 from hcsim.algorithms.schedule import Step
 from hcsim.engine.des import EngineConfig, FlowSimulator
-from hcsim.limits import WORK_PER_INSTANT
+from hcsim.limits import WORK_PER_INSTANT, WORK_PER_ROUTED_STEP
 from hcsim.topology import leaf_spine
 from hcsim.topology.io import load_topology
 
@@ -40,7 +42,7 @@ def test_route_table_equals_per_pair_routes(seed, routing, qps, kind):
     p = topo.num_npus
     sim = FlowSimulator(topo, topo.npus, build_schedule("allgather", "ring", p, 1000 * p),
                         EngineConfig(routing=routing, qps=qps if routing == "ecmp" else 1))
-    seen = set()
+    seen, steps_seen = set(), set()
     for _ in range(int(rng.integers(1, 8))):
         n = int(rng.integers(0, 3 * p))
         src = rng.integers(0, p, n)
@@ -50,11 +52,17 @@ def test_route_table_equals_per_pair_routes(seed, routing, qps, kind):
             pick = old[rng.integers(0, len(old), max(n, 1))]
             src, dst = pick[:, 0], pick[:, 1]
         step = _step(src, dst)
+        n_tr = len(src)
         before = sim.fabric.route_work
         r = sim._routing(step)
         pairs = {(int(sim.rank_node[s]), int(sim.rank_node[d])) for s, d in zip(src.tolist(), dst.tolist(), strict=True)}
-        assert sim.fabric.route_work - before == WORK_PER_INSTANT * len(pairs - {(int(sim.rank_node[a]), int(
-            sim.rank_node[b])) for a, b in seen})
+        content = tuple(zip(sim.rank_node[src].tolist(), sim.rank_node[dst].tolist(), strict=True))
+        # a step with the node pairs of an earlier one reuses its routing and counts nothing; any
+        # other counts its fixed cost, one unit a transfer, and each node pair new to the fabric
+        expected = 0 if content in steps_seen else WORK_PER_ROUTED_STEP + n_tr + WORK_PER_INSTANT * len(
+            pairs - {(int(sim.rank_node[a]), int(sim.rank_node[b])) for a, b in seen})
+        assert sim.fabric.route_work - before == expected
+        steps_seen.add(content)
         seen |= {(int(s), int(d)) for s, d in zip(src.tolist(), dst.tolist(), strict=True)}
         groups, lat, inline = _expected(sim, step)
         assert [tuple(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]].tolist()) for i in range(len(step))] == groups
@@ -77,13 +85,14 @@ def test_route_table_merges_its_recent_keys():
     rng = np.random.default_rng(3)
     t, truth = _RouteTable(), {}
     p_lat, p_inline = rng.random(5000), rng.random(5000) < 0.5
+    paths = SimpleNamespace(latency_s=p_lat.tolist(), inline_reduce=p_inline.tolist())
     for _ in range(60):
         keys = np.unique(rng.integers(0, 4000, int(rng.integers(1, 40))))
         new = keys[t.lookup(keys) == -2]
         t.count(new)
         assert (t.lookup(new) == -1).all()
         groups = [tuple(rng.integers(0, 5000, int(rng.integers(1, 4))).tolist()) for _ in new]
-        t.set_groups(new, groups, p_lat, p_inline)
+        t.set_groups(new, groups, paths)
         truth.update(zip(new.tolist(), groups, strict=True))
         every = np.array(sorted(truth))
         gid = t.lookup(every)

@@ -142,7 +142,7 @@ def test_sweep_table_does_not_call_a_size_fastest_where_a_rival_was_refused():
     from hcsim.report import format_sweep
 
     df = hcsim.sweep("atlas800t-a2", "allreduce", sizes=["8KiB", "16KiB"], algorithms=["ring", "mesh"],
-                     max_work=6000)
+                     max_work=7000)
     assert list(df["refused"] != "") == [False, False, False, True]
     text = format_sweep(df, "atlas800t-a2")
     fastest = text.split("# fastest per size")[1].splitlines()

@@ -41,7 +41,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
-from ..limits import FREE_HOPS, MAX_FLOW_UPDATES, WORK_PER_INSTANT, hop_work
+from ..limits import (
+    FREE_HOPS,
+    LONE_TRANSFERS_PER_UNIT,
+    MAX_FLOW_UPDATES,
+    RANKS_PER_UNIT,
+    WORK_PER_INSTANT,
+    WORK_PER_ROUTED_STEP,
+    hop_work,
+)
 from ..topology.routing import ROUTING_POLICIES, collector_paused
 from . import fairshare
 from .fairshare import _SAT_RTOL, hot_kernel, max_min_rates
@@ -209,21 +217,25 @@ class _RouteTable:
             self.keys, self.gid = k[order], g[order]
             self.new_keys, self.new_gid = self.new_keys[:0], self.new_gid[:0]
 
-    def set_groups(self, keys: np.ndarray, groups: list, p_lat: np.ndarray, p_inline: np.ndarray) -> None:
+    def set_groups(self, keys: np.ndarray, groups: list, paths) -> None:
         """Record the routes of ``keys`` (sorted, all counted): ``groups[i]`` the path ids of
-        ``keys[i]``."""
+        ``keys[i]`` in ``paths`` (the topology's :class:`~hcsim.topology.model.PathStore`, whose
+        latencies and inline flags are read for these paths only)."""
         m = len(groups)
         if not m:
             return
         n = np.fromiter(map(len, groups), dtype=np.int64, count=m)
-        flat = np.fromiter((pid for g in groups for pid in g), dtype=np.int64, count=int(n.sum()))
+        ids = [pid for g in groups for pid in g]
+        flat = np.array(ids, dtype=np.int64)
+        lat = np.fromiter(map(paths.latency_s.__getitem__, ids), dtype=float, count=flat.size)
+        inline = np.fromiter(map(paths.inline_reduce.__getitem__, ids), dtype=bool, count=flat.size)
         ptr = np.concatenate([[0], np.cumsum(n)])
         g0, f0 = self.n_groups, self.n_flat
         self._reserve(g0 + m, f0 + flat.size)
         self.g_off[g0:g0 + m] = f0 + ptr[:-1]
         self.g_n[g0:g0 + m] = n
-        self.g_lat[g0:g0 + m] = np.maximum.reduceat(p_lat[flat], ptr[:-1])
-        self.g_inline[g0:g0 + m] = np.logical_and.reduceat(p_inline[flat], ptr[:-1])
+        self.g_lat[g0:g0 + m] = np.maximum.reduceat(lat, ptr[:-1])
+        self.g_inline[g0:g0 + m] = np.logical_and.reduceat(inline, ptr[:-1])
         self.flat[f0:f0 + flat.size] = flat
         self.n_groups, self.n_flat = g0 + m, f0 + flat.size
         ids = np.arange(g0, g0 + m, dtype=np.int64)
@@ -346,6 +358,9 @@ ROUTES_CACHE_BYTES = 256 << 20
 ACTIVE_INDEX_TRANSFERS = 8_000_000
 """Largest schedule (transfers) the run indexes by rank and step (16 bytes a transfer)."""
 
+_SMALL_STEP = 8
+"""Steps of at most this many transfers are routed with Python lists (:meth:`FlowSimulator._route_small`)."""
+
 _BIG_Bps = 1e30
 """Demand counted for a path with no finite bottleneck (keeps the running sums finite)."""
 
@@ -384,6 +399,11 @@ class Fabric:
         self.route_tables: dict = {}  # routing options -> _RouteTable of the node pairs counted
         self.job_work = 0
         """Work a job's runner counts for its own bookkeeping (:data:`hcsim.limits.WORK_PER_RANK_OP`)."""
+        self.rank_units = 0
+        """Units an instant or step entry counts beyond :data:`WORK_PER_INSTANT`: one per
+        :data:`~hcsim.limits.RANKS_PER_UNIT` ranks of the largest run on this fabric so far."""
+        self.rank_work = 0
+        """Work of those extra units, counted as the instants, entries and routed steps happen."""
         # Resource ids index these arrays; one extra, infinite resource pads short path rows.
         self.pad = len(net.capacity_Bps)
         self.capacity = np.append(net.capacity_Bps, np.inf)
@@ -504,8 +524,8 @@ class Fabric:
     @property
     def work(self) -> int:
         """Engine work so far, in the units of :attr:`EngineConfig.max_work`."""
-        return (WORK_PER_INSTANT * (self.instants + self.entries) + self.lone_work + self.route_work + self.job_work
-                + self.flow_updates)
+        return (WORK_PER_INSTANT * (self.instants + self.entries) + self.rank_work + self.lone_work + self.route_work
+                + self.job_work + self.flow_updates)
 
     def check_work(self, now: float | None, doing: str = "") -> None:
         """Raise :class:`WorkLimitError` once :attr:`work` has passed ``max_work``."""
@@ -518,6 +538,7 @@ class Fabric:
 
     def instant(self, now: float):
         self.instants += 1
+        self.rank_work += self.rank_units
         if self.max_work is not None:
             self.check_work(now)
         tol = 1e-12 * (now - self._t0) + 1e-18  # relative to the run's own time scale
@@ -890,6 +911,7 @@ class FlowSimulator:
         self.net = fabric.net if fabric is not None else topo.compiled()
         self.fabric = fabric if fabric is not None else Fabric(self.net, config.max_flow_updates, config.max_work)
         self._own_fabric = fabric is None
+        self.fabric.rank_units = max(self.fabric.rank_units, len(rank_nodes) // RANKS_PER_UNIT)
         self.contention_free = False
         """True when :meth:`run` took the contention-free pass (:meth:`never_contended`)."""
         self.lone_steps = 0
@@ -1064,7 +1086,9 @@ class FlowSimulator:
             step = self.schedule.steps[k]
             if not len(step):
                 continue
-            fabric.lone_work += WORK_PER_INSTANT
+            # a step of this pass costs about an instant, more on many ranks, and its transfers
+            # (a ring allreduce on 4,096 NPUs: about 240 us a step)
+            fabric.lone_work += WORK_PER_INSTANT + fabric.rank_units + len(step) // LONE_TRANSFERS_PER_UNIT
             if fabric.max_work is not None:
                 fabric.check_work(float(enter.max()))
             route = self._routing(step)
@@ -1175,7 +1199,7 @@ class FlowSimulator:
                 not self._limits_exchanges or hit[2] is step.nbytes):
             self._route_cache = (step.src, step.dst, hit[3], step.nbytes)
             return hit[3]
-        net, policy, seed, nn = self.net, self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
+        policy, seed, nn = self.cfg.routing, self.cfg.ecmp_seed, self.n_nodes
         nodes = self.rank_node[step.src] * nn + self.rank_node[step.dst]
         # a transfer whose receiver sends back to its sender is an exchange: it takes a route
         # through both NPUs' exchange limits, unless its message's regime lifts them
@@ -1189,66 +1213,16 @@ class FlowSimulator:
             self._route_cache = (step.src, step.dst, same[1], step.nbytes)
             fabric.routes[key] = (step.src, step.dst, step.nbytes, same[1])
             return same[1]
-        uniq, inv = np.unique(keys, return_inverse=True)
-        # routing is work too: each rank pair counts once per fabric (a call, or a job), counted and
-        # bounded before it is done; whether or not the topology has searched it before, so a
-        # call's work (and whether a bound stops it) does not depend on what ran on it earlier
+        # routing is work too: a step routed afresh counts its fixed cost and its transfers, and
+        # each rank pair counts once per fabric (a call, or a job), counted and bounded before it
+        # is done; whether or not the topology has searched it before, so a call's work (and
+        # whether a bound stops it) does not depend on what ran on it earlier
         opts = (policy, seed, qps)
         table = fabric.route_tables.get(opts)
         if table is None:
             table = fabric.route_tables[opts] = _RouteTable()
-        gid = table.lookup(uniq)
-        new = uniq[gid == -2]
-        table.count(new)
-        fabric.route_work += WORK_PER_INSTANT * new.size
-        if fabric.max_work is not None:
-            fabric.check_work(None, f"before routing {new.size} rank pairs")
-        todo = np.flatnonzero(gid < 0)
-        if todo.size:  # pairs this fabric has not routed: the topology's routes (searched, or kept)
-            fresh = np.zeros(uniq.size, dtype=bool)
-            fresh[np.searchsorted(uniq, new)] = True
-            groups, done = [], []
-            ptr = net.paths.res_ptr
-            try:
-                pend = uniq[todo]
-                node_pair = pend // 2
-                is_new = fresh[todo].tolist()
-
-                def count(k, g):  # a search costs about an instant up to FREE_HOPS hops, and grows with the
-                    # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
-                    if is_new[k]:
-                        hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
-                        if hops > FREE_HOPS:
-                            fabric.route_work += hop_work(hops)
-                            if fabric.max_work is not None:
-                                fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
-
-                try:
-                    net.route_many((node_pair // nn).tolist(), (node_pair % nn).tolist(),
-                                   (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups, after=count)
-                finally:
-                    done = pend[:len(groups)].tolist()
-            finally:
-                _, _, p_lat, p_inline, _ = net.paths.arrays()
-                table.set_groups(np.array(done, dtype=np.int64), groups, p_lat, p_inline)
-            gid = table.lookup(uniq)
-        g_n = table.g_n[gid]
-        single = bool((g_n == 1).all())
-        sub_n = g_n[inv]
-        sub_ptr = np.concatenate([[0], np.cumsum(sub_n)])
-        gk = gid[inv]
-        sub_path = table.flat[table.g_off[gk]] if single else table.flat[_rows_of(table.g_off[gk], sub_n)]
-        members, src_at, dst_at, width = None, step.src, step.dst, self.p
-        if 16 * len(step) < self.p:  # few ranks take part: index them by position, not by rank
-            members = np.unique(np.concatenate([step.src, step.dst]))
-            src_at, dst_at, width = np.searchsorted(members, step.src), np.searchsorted(members, step.dst), members.size
-        n_out = np.bincount(src_at, minlength=width)
-        n_in = np.bincount(dst_at, minlength=width)
-        route = _StepRouting(sub_ptr, sub_path, table.g_lat[gk], table.g_inline[gk],
-                             np.concatenate([[0], np.cumsum(n_out)]), np.argsort(src_at, kind="stable"),
-                             np.concatenate([[0], np.cumsum(n_in)]), np.argsort(dst_at, kind="stable"),
-                             n_out + n_in, single,
-                             bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1), members)
+        route = (self._route_small(step, keys, table) if keys.size <= _SMALL_STEP
+                 else self._route_large(step, keys, table))
         self._route_cache = (step.src, step.dst, route, step.nbytes)
         # kept for the steps that repeat these arrays or pairs; a routing holds arrays of one
         # entry per rank, so a schedule of thousands of distinct steps on thousands of ranks (a
@@ -1263,6 +1237,101 @@ class FlowSimulator:
         fabric.routes[key] = (step.src, step.dst, step.nbytes, route)
         fabric.routes[content] = (keys, route)
         return route
+
+    def _route_large(self, step, keys: np.ndarray, table: _RouteTable) -> _StepRouting:
+        """A step's routing from its pair keys, vectorised (:meth:`_routing` past its caches)."""
+        uniq, inv = np.unique(keys, return_inverse=True)
+        gid = self._route_pairs(table, uniq, keys.size)
+        g_n = table.g_n[gid]
+        single = bool((g_n == 1).all())
+        sub_n = g_n[inv]
+        sub_ptr = np.concatenate([[0], np.cumsum(sub_n)])
+        gk = gid[inv]
+        sub_path = table.flat[table.g_off[gk]] if single else table.flat[_rows_of(table.g_off[gk], sub_n)]
+        members, src_at, dst_at, width = None, step.src, step.dst, self.p
+        if 16 * len(step) < self.p:  # few ranks take part: index them by position, not by rank
+            members = np.unique(np.concatenate([step.src, step.dst]))
+            src_at, dst_at, width = np.searchsorted(members, step.src), np.searchsorted(members, step.dst), members.size
+        return self._step_routing(sub_ptr, sub_path, table.g_lat[gk], table.g_inline[gk], src_at, dst_at, width,
+                                  single, members)
+
+    def _route_small(self, step, keys: np.ndarray, table: _RouteTable) -> _StepRouting:
+        """:meth:`_route_large`'s routing for a step of a few transfers, with Python lists where
+        numpy's per-call cost would dominate (a chain's one-transfer steps on 16,384 ranks)."""
+        kl = keys.tolist()
+        uniq = sorted(set(kl))
+        gid = self._route_pairs(table, np.array(uniq, dtype=np.int64), len(kl))
+        group = dict(zip(uniq, gid.tolist(), strict=True))
+        gk = [group[k] for k in kl]
+        off, cnt = table.g_off[gk].tolist(), table.g_n[gk].tolist()
+        flat = table.flat
+        sub_path = [int(flat[o + j]) for o, n in zip(off, cnt, strict=True) for j in range(n)]
+        sub_ptr = [0]
+        for n in cnt:
+            sub_ptr.append(sub_ptr[-1] + n)
+        src, dst = step.src.tolist(), step.dst.tolist()
+        members, width = None, self.p
+        if 16 * len(kl) < self.p:
+            members = sorted(set(src) | set(dst))
+            at = {r: i for i, r in enumerate(members)}
+            src, dst, width = [at[r] for r in src], [at[r] for r in dst], len(members)
+            members = np.array(members, dtype=step.src.dtype)
+        return self._step_routing(np.array(sub_ptr, dtype=np.int64), np.array(sub_path, dtype=np.int64),
+                                  table.g_lat[gk], table.g_inline[gk], np.array(src, dtype=np.int64),
+                                  np.array(dst, dtype=np.int64), width, max(cnt, default=1) == 1, members)
+
+    def _step_routing(self, sub_ptr, sub_path, lat, inline, src_at, dst_at, width, single, members) -> _StepRouting:
+        """The :class:`_StepRouting` of a step whose transfers go from ``src_at`` to ``dst_at``
+        (ranks, or positions in ``members``; ``width`` of them)."""
+        n_out = np.bincount(src_at, minlength=width)
+        n_in = np.bincount(dst_at, minlength=width)
+        return _StepRouting(sub_ptr, sub_path, lat, inline,
+                            np.concatenate([[0], np.cumsum(n_out)]), np.argsort(src_at, kind="stable"),
+                            np.concatenate([[0], np.cumsum(n_in)]), np.argsort(dst_at, kind="stable"),
+                            n_out + n_in, single,
+                            bool(n_out.max(initial=0) <= 1 and n_in.max(initial=0) <= 1), members)
+
+    def _route_pairs(self, table: _RouteTable, uniq: np.ndarray, n_transfers: int) -> np.ndarray:
+        """The route group of each of ``uniq`` (a step's distinct pair keys, sorted), routing the
+        ones this fabric has not routed; the step's routing work is counted and bounded first."""
+        fabric, net, nn = self.fabric, self.net, self.n_nodes
+        policy, seed, qps = self.cfg.routing, self.cfg.ecmp_seed, self.cfg.qps
+        gid = table.lookup(uniq)
+        new = uniq[gid == -2]
+        table.count(new)
+        fabric.route_work += WORK_PER_ROUTED_STEP + 2 * fabric.rank_units + n_transfers + WORK_PER_INSTANT * new.size
+        if fabric.max_work is not None:
+            fabric.check_work(None, f"before routing {new.size} rank pairs")
+        todo = np.flatnonzero(gid < 0)
+        if not todo.size:
+            return gid
+        # pairs this fabric has not routed: the topology's routes (searched, or kept)
+        fresh = np.zeros(uniq.size, dtype=bool)
+        fresh[np.searchsorted(uniq, new)] = True
+        groups, done = [], []
+        ptr = net.paths.res_ptr
+        try:
+            pend = uniq[todo]
+            node_pair = pend // 2
+            is_new = fresh[todo].tolist()
+
+            def count(k, g):  # a search costs about an instant up to FREE_HOPS hops, and grows with the
+                # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
+                if is_new[k]:
+                    hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
+                    if hops > FREE_HOPS:
+                        fabric.route_work += hop_work(hops)
+                        if fabric.max_work is not None:
+                            fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
+
+            try:
+                net.route_many((node_pair // nn).tolist(), (node_pair % nn).tolist(),
+                               (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups, after=count)
+            finally:
+                done = pend[:len(groups)].tolist()
+        finally:
+            table.set_groups(np.array(done, dtype=np.int64), groups, net.paths)
+        return table.lookup(uniq)
 
     @property
     def path_bytes(self) -> np.ndarray:
@@ -1298,6 +1367,7 @@ class FlowSimulator:
         """Ranks (all entering the same step k) enter it at ``now``; cascade through empty steps."""
         fabric = self.fabric
         fabric.entries += 1
+        fabric.rank_work += fabric.rank_units
         if fabric.max_work is not None:
             fabric.check_work(now)
         skipped = 0
@@ -1348,7 +1418,10 @@ class FlowSimulator:
                     return None
                 if len(step):
                     keys.append(np.concatenate([step.src, step.dst]).astype(np.int64) * width + k)
-            self._active = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+            active = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+            # distinct keys (a rank that sends and receives in a step is there twice); a sort and
+            # a comparison, several times faster than np.unique's hashing on millions of keys
+            self._active = active[np.concatenate([[True], active[1:] != active[:-1]])] if active.size else active
             self._gid_base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return None if self._active is False else self._active
 
