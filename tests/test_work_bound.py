@@ -401,3 +401,25 @@ def test_a_schedule_of_many_steps_is_refused_before_it_is_checked_or_run():
     steps = MAX_WORK // WORK_PER_INSTANT + 1
     with pytest.raises(WorkLimitError, match=f"holds {steps:,} steps"):
         hcsim.simulate(full_mesh(4, 10e9, 1e-6), "allgather", 1024, many(steps), verify=False)
+
+
+def test_routing_estimate_refuses_a_huge_materialised_schedule_before_building_it():
+    # a ring scatter on 8,192 ranks routes about 33M transfers in 8,191 distinct steps: far past
+    # the bound, refused from the probe layouts (512 and 1,024 ranks) with no engine work done
+    from hcsim.topology.io import load_topology
+
+    with pytest.raises(WorkLimitError, match="in steps of about") as e:
+        hcsim.simulate(load_topology("atlas900-a2-pod", servers=1024), "scatter", "1M", "ring")
+    assert e.value.work == 0
+
+
+def test_routed_steps_counts_each_distinct_step_once():
+    from hcsim.algorithms import build_schedule
+    from hcsim.api import _routed_steps
+
+    ring = build_schedule("allreduce", "ring", 8, 8 * 1024)  # every step the same rank pairs
+    assert _routed_steps(ring.steps) == (1, 8)
+    chain = build_schedule("scatter", "ring", 8, 8 * 1024)  # the root's chunks travel further each step
+    distinct = {(st.src.tobytes(), st.dst.tobytes()) for st in chain.steps}
+    assert _routed_steps(chain.steps) == (len(distinct), sum(
+        len(st) for st in {(st.src.tobytes(), st.dst.tobytes()): st for st in chain.steps}.values()))
