@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, shown
+from .limits import MAX_JOB_WORK, WORK_PER_RANK_OP
 from .topology.io import (
     _bad,
     _bool,
@@ -280,7 +281,7 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
         for key in ("layout", "model"):
             if doc.get(key) is not None:
                 raise ConfigError(f"{key}: only used by a generator workload (this one lists its ops)")
-        workload, gen, params = _explicit(workload_doc, name, topo.num_npus), None, {}
+        workload, gen, params = _explicit(workload_doc, name, topo.num_npus, options.get("max_work", MAX_JOB_WORK)), None, {}
     plan = dict(_mapping("plan", doc.get("plan")))
     whatif = tuple(_sequence("whatif", doc["whatif"])) if doc.get("whatif") is not None else ()
     if whatif:
@@ -425,7 +426,10 @@ def _name_field(field_name: str, value) -> str:
     return value
 
 
-def _explicit(w: dict, name: str, world: int):
+def _explicit(w: dict, name: str, world: int, max_work: int | None = None):
+    """The workload an explicit ``workload:`` lists (``ops`` x ``repeat``), refused before it is
+    expanded when planning its operations' ranks alone would pass the job's ``max_work`` (the
+    runner's own first count, :data:`~hcsim.limits.WORK_PER_RANK_OP` per operation and rank)."""
     from .workload import Workload
 
     comms = _mapping("workload.communicators", w.get("communicators"))
@@ -459,12 +463,26 @@ def _explicit(w: dict, name: str, world: int):
             if a not in names[:i]:
                 raise _bad(f"workload.ops[{i}].after", a, "the name of an earlier operation"
                            + _did_you_mean(a, names[:i]))
+    op_ranks = repeat * sum(_op_ranks(c, workload.communicators) for c in checked)
+    if max_work is not None and WORK_PER_RANK_OP * op_ranks > max_work:
+        raise WorkLimitError(f"max_work = {max_work}: workload.ops = {len(ops)} operations x repeat {repeat} take "
+                             f"{op_ranks:,} operation ranks, {WORK_PER_RANK_OP} units each to plan, before anything "
+                             "runs; use fewer operations, ranks or repeats, or raise options.max_work")
     for it in range(repeat):
         suffix = "" if repeat == 1 else f"#{it}"
         for i, c in enumerate(checked):
             _at(f"workload.ops[{i}]", _add, workload, c, suffix)
     _at("workload", workload.check, world)
     return workload
+
+
+def _op_ranks(c: dict, communicators: dict) -> int:
+    """Ranks one checked operation involves (what the job runner plans it on)."""
+    if c["kind"] == "collective":
+        return communicators[c["comm"]].size
+    if c["kind"] == "send":
+        return 2
+    return len(c["ranks"])
 
 
 def _at(w: str, fn, *args):

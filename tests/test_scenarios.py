@@ -332,3 +332,17 @@ def test_compute_by_flops_and_cli_set(capsys):
     assert main(["run", good, "--set", "novalue"]) == 2
     assert main(["run", good, "--set", "options.speed={0: 0}"]) == 2
     assert "options.speed.0 = 0" in capsys.readouterr().err
+
+
+def test_an_explicit_workload_too_large_to_plan_is_refused_before_it_is_expanded(tmp_path):
+    # 1 x 2,000 repeats on 128 ranks: 256,000 operation ranks, 20 units each to plan, past the
+    # job's bound (5M); the same file with 30 repeats loads them all
+    doc = {"topology": "atlas900-a2-pod", "servers": 16,
+           "workload": {"ops": [{"kind": "compute", "name": "c", "ranks": "all", "duration_us": 1}], "repeat": 2000}}
+    path = tmp_path / "big.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(WorkLimitError, match=r"256,000 operation ranks, 20 units each to plan"):
+        load_scenario(path)
+    doc["workload"]["repeat"] = 30
+    path.write_text(yaml.safe_dump(doc))
+    assert len(load_scenario(path).workload.ops) == 30
