@@ -486,14 +486,17 @@ class WorkBudget:
     A sweep or a selection study gives each event-driven point what the points before it left
     (:meth:`left`) and then takes off what it used (:meth:`spend`, :meth:`spend_error`), so the
     whole command stays within one bound and a rerun stops at the same point. With
-    ``per_point`` (points on a Dask cluster, which run in no fixed order) every point gets the
-    whole bound instead.
+    ``per_point`` = N (N points on a Dask cluster, which run in no fixed order) every point gets
+    an even share of the bound instead, ``max_work // N``, so the whole command still stays
+    within it (``True``: one point, the whole bound).
 
     Examples
     --------
     >>> b = WorkBudget(100)
     >>> b.spend(30); b.left()
     70
+    >>> WorkBudget(100, per_point=4).left()
+    25
     """
 
     def __init__(self, max_work: int | None, per_point: bool = False):
@@ -503,8 +506,10 @@ class WorkBudget:
 
     def left(self) -> int | None:
         """The bound for the next simulation (None: none); a one-line error when none is left."""
-        if self.max_work is None or self.per_point:
-            return self.max_work
+        if self.max_work is None:
+            return None
+        if self.per_point:
+            return max(1, self.max_work // int(self.per_point))
         left = self.max_work - self.spent
         if left < 1:
             raise WorkLimitError(f"max_work = {self.max_work}: this command's earlier simulations took all of it "
@@ -519,8 +524,13 @@ class WorkBudget:
         """Take off what a simulation stopped by a bound had done (0 if refused before it ran);
         returns the reason, in terms of the command's bound."""
         work = getattr(exc, "work", None)
-        if not work:  # refused before it ran (an estimate): its own reason, with the estimate
+        if work is None:
             return str(exc)
+        if not work:  # refused before it ran (an estimate): its own reason, against what was left
+            if self.per_point or self.max_work is None or not self.spent:
+                return str(exc)
+            return re.sub(r"^max_work = \d+:", f"max_work = {self.max_work} ({self.max_work - self.spent:,} left of it "
+                          "here):", str(exc))
         self.spent += int(work)
         if self.per_point or self.max_work is None or not str(exc).startswith("max_work = "):
             return str(exc)  # another bound (max_flow_updates) stopped it: its own reason
@@ -860,7 +870,7 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         # the points simulate() answers, in the table's order (size by size, algorithm by algorithm)
         todo = [(n, algo) for i, n in enumerate(size_list) for algo, col in zip(algorithms, fast, strict=True)
                 if reasons[i] is None and col[i] is None]
-        budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None)
+        budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None and max(1, len(todo)))
         answers = iter(map_points(_sweep_point, todo, client=client, progress=progress,
                                   shared=(topo, collective, kwargs, budget), desc=f"sweep {collective}"))
         for i, n in enumerate(size_list):

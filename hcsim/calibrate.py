@@ -454,30 +454,39 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
                row_algorithm(r, algorithm)) for r in rows]
 
     work = [0]  # engine work (instants + flow-rate updates) of the last prediction
-
-    def predict(cand):  # a row the topology cannot run is named (predict_row)
-        results = [predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False)
-                   for i, (r, (c, n, t, k, a)) in enumerate(zip(rows, points, strict=True))]
-        # the engine's whole count of each call (Result.config["work"]): its events and flow
-        # updates, and the rank pairs it routes: a candidate is a new topology, so each of its
-        # calls routes afresh, most of a small call's cost
-        work[0] = sum(res.config.get("work", 50 * res.config.get("instants", 0)) for res in results)
-        return np.array([np.log(res.time_us / t) for res, (_, _, t, _, _) in zip(results, points, strict=True)])
-
-    start = predict(topo)
     # bounded work: the first prediction prices one evaluation; the fit needs the probes (one per
     # tier), the prediction before and after, and at least a Nelder-Mead simplex (tiers + 3)
-    per_eval = max(1, work[0])
     n_max = len(tiers) + 2
     probes = len(link_classes(topo)) + (len(rank_link_classes(topo)) if prefer_rank_links else 0) \
         if fit == "bottleneck" else len(tiers)
+    need = 1 + probes + 2 + 2 * n_max + 1
+
+    def too_costly(cost: str):
+        return WorkLimitError(
+            f"max_work = {max_work}: one prediction of the {len(points)} measured points on {topo.name!r} {cost} "
+            "(hcsim.limits.MAX_WORK's units, route searches included), and a fit "
+            f"needs at least {need} predictions; use fewer or smaller points, a smaller topology, "
+            "or raise max_work (--max-work)")
+
+    def predict(cand, cap=None):  # a row the topology cannot run is named (predict_row)
+        # the engine's whole count of each call (Result.config["work"]): its events and flow
+        # updates, and the rank pairs it routes: a candidate is a new topology, so each of its
+        # calls routes afresh, most of a small call's cost; the first prediction stops as soon as
+        # it has cost more than a fit can afford (``cap``)
+        results, work[0] = [], 0
+        for i, (r, (c, n, _t, k, a)) in enumerate(zip(rows, points, strict=True)):
+            res = predict_row(i, r, simulate, cand, c, n, a, ranks=k, verify=False, record=False)
+            results.append(res)
+            work[0] += res.config.get("work", 50 * res.config.get("instants", 0))
+            if cap is not None and work[0] > cap:
+                raise too_costly(f"passed {work[0]:,} units of engine work after {i + 1} of them")
+        return np.array([np.log(res.time_us / t) for res, (_, _, t, _, _) in zip(results, points, strict=True)])
+
+    start = predict(topo, cap=max_work // need)
+    per_eval = max(1, work[0])
     budget = max_work // per_eval - (1 + probes + 2) - n_max  # a shrink may run n past the limit
     if budget < n_max + 1:
-        raise WorkLimitError(
-            f"max_work = {max_work}: one prediction of the {len(points)} measured points on {topo.name!r} costs "
-            f"{per_eval} units of engine work (hcsim.limits.MAX_WORK's units, route searches included), and a fit "
-            f"needs at least {1 + probes + 2 + 2 * n_max + 1} predictions; use fewer or smaller points, a smaller topology, "
-            "or raise max_work (--max-work)")
+        raise too_costly(f"costs {per_eval} units of engine work")
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
     klass = None
     if fit == "bottleneck":

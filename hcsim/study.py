@@ -87,7 +87,7 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
         races = [(size, fast_auto[i] if fast_auto else None,
                   {algo: fast_rivals[algo][i][0] for algo in cands if fast_rivals and fast_rivals[algo][i] is not None})
                  for i, size in enumerate(size_list)]
-        budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None)
+        budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None and max(1, len(races)))
         for kw in (auto_kw, rival_kw):
             kw.pop("max_work", None)
         raced = list(map_points(_race, races, client=client, progress=progress, desc=f"select {collective}",

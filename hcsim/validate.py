@@ -7,12 +7,14 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from .api import simulate
-from .errors import HcsimError, bad_value
+from .api import WorkBudget, simulate
+from .errors import HcsimError, WorkLimitError, bad_value
+from .limits import MAX_WORK
 from .topology.io import load_topology
 
 
-def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_size=0, **kwargs) -> pd.DataFrame:
+def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_size=0, max_work=MAX_WORK,
+                      **kwargs) -> pd.DataFrame:
     """Predict every measured row and return the pair with the error.
 
     Parameters
@@ -27,6 +29,10 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
         records the one that ran (hcsim's measured CSVs do), else HCCL's own choice.
     min_size : int
         Points smaller than this are left out of the summary (``attrs``) but kept in the rows.
+    max_work : int or None
+        Engine work bound of the whole validation (:data:`~hcsim.limits.MAX_WORK`, the rows'
+        predictions in turn, as a sweep's points): past it the command stops with a one-line
+        :class:`~hcsim.errors.WorkLimitError` naming the rows predicted so far. None: no bound.
 
     Returns
     -------
@@ -39,12 +45,25 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     check_measured(measured, "validate")
     if isinstance(min_size, bool) or not isinstance(min_size, numbers.Integral) or min_size < 0:
         raise bad_value("min_size", min_size, "a whole number of bytes >= 0")
+    budget = WorkBudget(max_work)
     topo = load_topology(topology)
     rows = []
     for i, (_, m) in enumerate(measured.iterrows()):
         ranks = measured_ranks(m)
         algo = row_algorithm(m, algorithm)
-        r = predict_row(i, m, simulate, topo, m["collective"], int(m["size_bytes"]), algo, ranks=ranks, **kwargs)
+        try:
+            try:
+                left = budget.left()
+            except WorkLimitError as spent:  # the rows before took all of it
+                raise _BoundReached(spent) from None
+            r = predict_row(i, m, _bounded_simulate, topo, m["collective"], int(m["size_bytes"]), algo, ranks=ranks,
+                            max_work=left, **kwargs)
+        except _BoundReached as stop:
+            budget.spend_error(stop.exc)
+            raise WorkLimitError(f"max_work = {max_work}: the validation's predictions took it after {i} of its "
+                                 f"{len(measured)} rows ({budget.spent:,} units of engine work); use fewer rows or "
+                                 "another --algo, or raise max_work (--max-work; 0: no bound)") from None
+        budget.spend(r.config.get("work", 0))
         row = dict(m)
         row.update(predicted_us=r.time_us, error=r.time_us / float(m["time_us"]) - 1, algorithm=r.algorithm,
                    ranks=r.ranks)
@@ -54,6 +73,25 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     if df.groupby(["collective", "size_bytes"]).size().max() > 1:  # several algorithms per point
         df.attrs.update(agreement_summary(fastest_agreement(df)))
     return df
+
+
+class _BoundReached(Exception):
+    """A row's prediction stopped by the validation's work bound (not an hcsim error, so that
+    :func:`predict_row` passes it on untouched: the caller words it for the whole command)."""
+
+    def __init__(self, exc: WorkLimitError):
+        super().__init__(str(exc))
+        self.exc = exc
+
+
+def _bounded_simulate(*args, **kwargs):
+    """:func:`hcsim.simulate`, its stop at ``max_work`` raised as :class:`_BoundReached`."""
+    try:
+        return simulate(*args, **kwargs)
+    except WorkLimitError as exc:
+        if kwargs.get("max_work") is not None and str(exc).startswith("max_work = ") and getattr(exc, "work", None):
+            raise _BoundReached(exc) from None
+        raise
 
 
 def measured_ranks(row) -> int | None:

@@ -129,7 +129,7 @@ def test_hccl_test_prints_the_rows_it_ran_then_why_it_stopped():
     first = hcsim.simulate("atlas800t-a2", "alltoall", "8K", "auto", dtype="fp32").config["work"]
     cut = run_hccl_test("alltoall_test", npus=8, minbytes="8K", maxbytes="64K", max_work=first + 1)
     assert cut.splitlines()[:3] == full.splitlines()[:3]
-    assert cut.splitlines()[3].startswith(f"# stopped before 16384 B: max_work = {first + 1}: this command's")
+    assert cut.splitlines()[3].startswith(f"# stopped before 16384 B: max_work = {first + 1}")
     budget = WorkBudget(10)
     budget.spend(10)
     with pytest.raises(WorkLimitError, match="took all of it"):
@@ -423,3 +423,31 @@ def test_routed_steps_counts_each_distinct_step_once():
     distinct = {(st.src.tobytes(), st.dst.tobytes()) for st in chain.steps}
     assert _routed_steps(chain.steps) == (len(distinct), sum(
         len(st) for st in {(st.src.tobytes(), st.dst.tobytes()): st for st in chain.steps}.values()))
+
+
+def _many_rows(n):
+    import pandas as pd
+
+    return pd.DataFrame({"collective": ["allreduce"] * n, "size_bytes": [8 * (i + 1) for i in range(n)],
+                         "time_us": [10.0 + i for i in range(n)], "ranks": [8] * n})
+
+
+def test_validation_is_one_command_under_one_bound():
+    from hcsim.validate import validate_measured
+
+    rows = _many_rows(40)
+    whole = validate_measured(rows, "atlas800t-a2", "ring", max_work=None)
+    assert len(whole) == 40
+    one = hcsim.simulate("atlas800t-a2", "allreduce", 8, "ring").config["work"]
+    with pytest.raises(WorkLimitError, match=r"took it after \d+ of its 40 rows") as e:
+        validate_measured(rows, "atlas800t-a2", "ring", max_work=10 * one)
+    done = int(str(e.value).split("after ")[1].split(" of")[0])
+    assert 5 <= done < 40  # rows of about the same cost: about ten of them fit
+
+
+def test_calibration_stops_its_first_prediction_once_past_what_a_fit_can_afford():
+    from hcsim.calibrate import calibrate
+
+    with pytest.raises(WorkLimitError, match=r"passed [\d,]+ units of engine work after (\d+) of them") as e:
+        calibrate("atlas800t-a2", _many_rows(200), algorithm="ring", max_work=200_000)
+    assert int(str(e.value).split("after ")[1].split(" of")[0]) < 200

@@ -191,6 +191,7 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--csv", help="write the rows here")
     va.add_argument("--plot", help="write predicted versus measured (PNG) here")
     va.add_argument("--save-topology", help="--backend mpi: write the calibrated topology (with its probes) here")
+    _add_work_flag(va)
 
     me = sub.add_parser("measure", help="run a real collective sweep on a backend (hccl, nccl, mpi)")
     me.add_argument("--backend", required=True, help="hccl (Ascend NPUs), nccl (NVIDIA GPUs), mpi (testbed, root)")
@@ -394,7 +395,7 @@ def _cmd_validate(a) -> int:
     measured = load_measured(a.measured, a.op, a.ranks, a.columns)
     if measured["collective"].isna().any():
         raise HcsimError("--op: the measured file does not name its collective; pass --op")
-    df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"))
+    df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"), max_work=a.max_work)
     print(format_validation(df), end="")
     _validation_outputs(df, a)
     return 0
