@@ -451,3 +451,12 @@ def test_calibration_stops_its_first_prediction_once_past_what_a_fit_can_afford(
     with pytest.raises(WorkLimitError, match=r"passed [\d,]+ units of engine work after (\d+) of them") as e:
         calibrate("atlas800t-a2", _many_rows(200), algorithm="ring", max_work=200_000)
     assert int(str(e.value).split("after ")[1].split(" of")[0]) < 200
+
+
+def test_points_run_in_parallel_share_the_bound_evenly():
+    # on a Dask cluster the points run in no fixed order: each gets max_work // N, so the whole
+    # command stays within the bound (each used to get all of it)
+    assert WorkBudget(100, per_point=4).left() == 25
+    assert WorkBudget(100, per_point=1000).left() == 1
+    assert WorkBudget(None, per_point=4).left() is None
+    assert WorkBudget(100, per_point=True).left() == 100
