@@ -59,6 +59,7 @@ from .limits import (
     RANKS_PER_UNIT,
     WORK_PER_INSTANT,
     WORK_PER_ROUTED_STEP,
+    WORK_UNITS,
 )
 from .parallel import map_points
 from .progress import check_progress, progress_bar
@@ -143,8 +144,9 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         deterministic, so the same call always stops at the same point.
     max_work : int or None
         Work bound of the event-driven run, all its CCL-buffer loops together, in engine units
-        (:data:`hcsim.limits.WORK_PER_INSTANT` per event instant, step entry or contention-free step, 1 per
-        flow-rate update; about 1 us each on a 2-core machine): the run stops with a one-line
+        (:data:`hcsim.limits.WORK_UNITS`: :data:`hcsim.limits.WORK_PER_INSTANT` per event instant, step
+        entry or contention-free step, more on many ranks and for each step routed, 1 per flow-rate
+        update; about 1 us each on a 2-core machine): the run stops with a one-line
         :class:`~hcsim.errors.WorkLimitError` once past it (:data:`hcsim.limits.MAX_WORK`, a few
         seconds; deterministic). None: no bound but ``max_flow_updates``.
         ``Result.config["work"]`` is what the run took.
@@ -535,9 +537,7 @@ class WorkBudget:
         if self.per_point or self.max_work is None or not str(exc).startswith("max_work = "):
             return str(exc)  # another bound (max_flow_updates) stopped it: its own reason
         return (f"max_work = {self.max_work}: this command's event-driven runs passed it here ({self.spent} units of "
-                f"engine work, {WORK_PER_INSTANT} per event instant, step entry, contention-free step or rank pair "
-                "routed, 1 per flow-rate "
-                "update, about 1 us each); use mode='analytical', fewer ranks, sizes or algorithms, or raise "
+                f"engine work: {WORK_UNITS}); use mode='analytical', fewer ranks, sizes or algorithms, or raise "
                 "max_work (--max-work; 0: no bound)")
 
 

@@ -83,6 +83,11 @@ many ranks, and about 0.6 us per transfer
 (a flat ring reduce on 16,384 NPUs routes 16,383 one-transfer steps; a ring scatter on 8,192
 routes 33M transfers in 8,191 steps; docs/performance.md, "The work bound")."""
 
+WORK_UNITS = (f"{WORK_PER_INSTANT} per event instant, step entry, contention-free step or new rank pair, one "
+              f"more per {RANKS_PER_UNIT} ranks; {WORK_PER_ROUTED_STEP} and 1 a transfer per step routed; 1 per "
+              "flow-rate update; about 1 us each")
+"""What a work unit is, as the work bound's messages say it."""
+
 FREE_HOPS = 16
 WORK_PER_HOP = 5
 """A rank pair's route search costs about an event instant (:data:`WORK_PER_INSTANT`) while its

@@ -100,3 +100,30 @@ def test_route_table_merges_its_recent_keys():
         got = [tuple(t.flat[t.g_off[g]:t.g_off[g] + t.g_n[g]].tolist()) for g in gid]
         assert got == [truth[k] for k in every.tolist()]
         assert np.allclose(t.g_lat[gid], [p_lat[list(truth[k])].max() for k in every.tolist()])
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), routing=st.sampled_from(["ecmp", "spray"]), qps=st.integers(1, 3))
+def test_small_step_routing_equals_the_vectorised_one(seed, routing, qps):
+    # steps of at most 8 transfers take the list-based path; both paths give the same routing,
+    # indexed by rank (many ranks take part) or by position in the step's members (few do)
+    from hcsim.engine.des import _RouteTable
+
+    rng = np.random.default_rng(seed)
+    topo = load_topology("atlas900-a2-pod", servers=int(rng.choice([1, 2, 16])))
+    p = topo.num_npus
+    sim = FlowSimulator(topo, topo.npus, build_schedule("allgather", "ring", p, 1000 * p),
+                        EngineConfig(routing=routing, qps=qps if routing == "ecmp" else 1))
+    table = _RouteTable()
+    for _ in range(5):
+        n = int(rng.integers(0, 9))
+        src = rng.integers(0, p, n)
+        step = _step(src, (src + rng.integers(1, p, n)) % p)
+        keys = (sim.rank_node[step.src] * sim.n_nodes + sim.rank_node[step.dst]) * 2
+        small, large = sim._route_small(step, keys, table), sim._route_large(step, keys, table)
+        for name in ("sub_ptr", "sub_path", "lat", "inline", "out_ptr", "out_tr", "in_ptr", "in_tr", "deg"):
+            assert getattr(small, name).tolist() == getattr(large, name).tolist(), name
+        assert small.single == large.single and small.one_each == large.one_each
+        assert (small.members is None) == (large.members is None)
+        if small.members is not None:
+            assert small.members.tolist() == large.members.tolist()

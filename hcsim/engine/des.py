@@ -48,6 +48,7 @@ from ..limits import (
     RANKS_PER_UNIT,
     WORK_PER_INSTANT,
     WORK_PER_ROUTED_STEP,
+    WORK_UNITS,
     hop_work,
 )
 from ..topology.routing import ROUTING_POLICIES, collector_paused
@@ -104,8 +105,7 @@ class EngineConfig:
     """Work bound: the run stops with :class:`~hcsim.errors.WorkLimitError` once this many flow
     rates have been recomputed (deterministic: the same call stops at the same point)."""
     max_work: int | None = None
-    """Work bound in engine units (:data:`hcsim.limits.WORK_PER_INSTANT` per event instant, step
-    entry, contention-free step or rank pair routed, 1 per flow-rate update; :attr:`Fabric.work`):
+    """Work bound in engine units (:data:`hcsim.limits.WORK_UNITS`; :attr:`Fabric.work`):
     the run stops with
     :class:`~hcsim.errors.WorkLimitError` once it has done more (deterministic, like
     ``max_flow_updates``). None: no bound but ``max_flow_updates``."""
@@ -532,8 +532,7 @@ class Fabric:
         if self.max_work is not None and self.work > self.max_work:
             raise _work_error(self.work, WorkLimitError(
                 f"max_work = {self.max_work}: the run passed {self.work} units of engine work "
-                f"({WORK_PER_INSTANT} per event instant, step entry, contention-free step or rank pair routed, 1 per "
-                f"flow-rate update; about 1 us each) {doing if now is None else f'at {now:.6g} s of simulated time'}; "
+                f"({WORK_UNITS}) {doing if now is None else f'at {now:.6g} s of simulated time'}; "
                 "use mode='analytical', fewer ranks or sizes, or raise max_work (--max-work)"))
 
     def instant(self, now: float):
