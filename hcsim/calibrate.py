@@ -220,37 +220,51 @@ bytes and a 4-byte flag (``union ncclLLFifoLine``, src/include/devcomm.h in NVID
 ROCm/rccl)."""
 
 
-def rccl_msccl_regimes():
+def rccl_msccl_regimes(ranks: int = 8):
     """RCCL's LL and Simple protocols on an 8-GPU MI300X node as message regimes, for
-    :func:`calibrate`'s ``regimes``, as RCCL's MSCCL all-pairs allreduce programs use them.
+    :func:`calibrate`'s ``regimes``, for an allreduce run as hcsim's ``mesh`` (two steps, each sending
+    every peer 1/p of the buffer: the message is the buffer over p), as
+    :func:`hcsim.corpus.rccl_msccl_rule` runs it from 256 elements up.
 
-    Below 65,536-byte messages (an allreduce below :data:`MSCCL_ALLPAIRS_SIMPLE_FROM` over 8 GPUs)
-    a message runs LL: the fitted per-step overhead and :data:`LL_DATA_SHARE` of the rate. From
-    there on, Simple: the full rate, each step :data:`RCCL_HW_LATENCY_RATIO` times the fitted one,
-    and RCCL's larger Simple base latency (:data:`RCCL_BASE_LATENCY_S`, 5 us) spread over the
-    program's two dependent hops, so that a two-step all-pairs call pays it once. The LL base
-    latency is the topology's launch overhead. Nothing is fitted here: the per-step overhead and
-    the rate are the calibration's two parameters.
+    Three regimes, each priced with RCCL's own cost model (a base latency per call,
+    :data:`RCCL_BASE_LATENCY_S`, plus a latency per hop, the fitted per-step overhead being LL's and
+    Simple's :data:`RCCL_HW_LATENCY_RATIO` times it), the extra over the topology's launch (LL's base
+    latency) and the mesh's two step overheads split over the two steps:
+
+    * below 65,536-byte messages (an allreduce below :data:`MSCCL_ALLPAIRS_SIMPLE_FROM`): MSCCL's
+      all-pairs program under LL, two hops, at :data:`LL_DATA_SHARE` of the rate;
+    * up to 2 MiB messages (the buffer up to :data:`MSCCL_ALLPAIRS_MAX_BYTES`): the all-pairs
+      program under Simple, two hops, the full rate: ``17 + 2 x Simple hop`` a call;
+    * above: RCCL's own rings under Simple, whose 2(p - 1) = 14 hops the mesh's two steps stand in
+      for (the bytes of RCCL's channels, on every link): ``17 + 14 x Simple hop`` a call.
+
+    Nothing is fitted here: the per-step overhead and the rate are the calibration's two parameters.
 
     Examples
     --------
     >>> reg = rccl_msccl_regimes()(0.5e-6, 45e9)
     >>> reg.from_bytes, reg.efficiency
-    ((0, 65536), (0.5, 1.0))
-    >>> round(reg.overhead_s[1] * 1e6, 4)
-    3.3125
+    ((0, 65536, 2097153), (0.5, 1.0, 1.0))
+    >>> [round(v * 1e6, 4) for v in reg.overhead_s]
+    [0.0, 3.3125, 11.1875]
     """
     from .engine.regimes import MessageRegimes
 
-    hops = 2  # the all-pairs program: a reduce-scatter hop and an allgather hop
-    base = (RCCL_BASE_LATENCY_S["Simple"] - RCCL_BASE_LATENCY_S["LL"]) / hops
-    threshold = MSCCL_ALLPAIRS_SIMPLE_FROM // 8
+    if isinstance(ranks, bool) or not isinstance(ranks, numbers.Integral) or ranks != 8:
+        raise bad_value("ranks", ranks, "8 (RCCL's MSCCL all-pairs programs are for 8 GPUs)")
+    hops = 2  # the all-pairs program, as hcsim's mesh: a reduce-scatter hop and an allgather hop
+    ring_hops = 2 * (ranks - 1)
+    extra_base = RCCL_BASE_LATENCY_S["Simple"] - RCCL_BASE_LATENCY_S["LL"]
+    r = RCCL_HW_LATENCY_RATIO
 
     def build(step_overhead_s: float, link_Bps: float):
         step_overhead_s, _ = _send_costs(step_overhead_s, link_Bps)
-        return MessageRegimes(from_bytes=(0, threshold),
-                              overhead_s=(0.0, (RCCL_HW_LATENCY_RATIO - 1) * step_overhead_s + base),
-                              efficiency=(LL_DATA_SHARE, 1.0))
+        a = step_overhead_s
+        return MessageRegimes(
+            from_bytes=(0, MSCCL_ALLPAIRS_SIMPLE_FROM // ranks, MSCCL_ALLPAIRS_MAX_BYTES // ranks + 1),
+            overhead_s=(0.0, (extra_base + hops * r * a - hops * a) / hops,
+                        (extra_base + ring_hops * r * a - hops * a) / hops),
+            efficiency=(LL_DATA_SHARE, 1.0, 1.0))
 
     return build
 

@@ -11,6 +11,7 @@ import pytest
 from hcsim.api import simulate
 from hcsim.calibrate import (
     LL_DATA_SHARE,
+    MSCCL_ALLPAIRS_MAX_BYTES,
     MSCCL_ALLPAIRS_SIMPLE_FROM,
     RCCL_BASE_LATENCY_S,
     RCCL_HW_LATENCY_RATIO,
@@ -37,13 +38,20 @@ def test_rule_follows_msccls_size_and_count_conditions():
     assert rule("allreduce", 512, 8, element_bytes=2) == "mesh"  # 256 bf16 elements
 
 
-def test_regimes_switch_where_the_simple_program_starts():
-    reg = rccl_msccl_regimes()(1e-6, 40e9)
-    assert reg.from_bytes == (0, MSCCL_ALLPAIRS_SIMPLE_FROM // 8) == (0, 65536)
-    assert reg.efficiency == (LL_DATA_SHARE, 1.0) == (0.5, 1.0)
-    extra = (RCCL_BASE_LATENCY_S["Simple"] - RCCL_BASE_LATENCY_S["LL"]) / 2
-    assert reg.overhead_s == (0.0, pytest.approx((RCCL_HW_LATENCY_RATIO - 1) * 1e-6 + extra))
-    assert transport_regimes("rccl")(1e-6, 40e9) == reg
+def test_regimes_switch_where_the_simple_program_starts_and_the_programs_end():
+    a = 1e-6
+    reg = rccl_msccl_regimes()(a, 40e9)
+    assert reg.from_bytes == (0, MSCCL_ALLPAIRS_SIMPLE_FROM // 8, MSCCL_ALLPAIRS_MAX_BYTES // 8 + 1) \
+        == (0, 65536, 2097153)
+    assert reg.efficiency == (LL_DATA_SHARE, 1.0, 1.0) == (0.5, 1.0, 1.0)
+    extra = RCCL_BASE_LATENCY_S["Simple"] - RCCL_BASE_LATENCY_S["LL"]
+    r = RCCL_HW_LATENCY_RATIO
+    # over the mesh's two steps: all-pairs Simple pays 17 + 2 Simple hops a call, RCCL's ring 17 + 14
+    assert reg.overhead_s == (0.0, pytest.approx((extra + 2 * r * a - 2 * a) / 2),
+                              pytest.approx((extra + 14 * r * a - 2 * a) / 2))
+    assert transport_regimes("rccl")(a, 40e9) == reg
+    with pytest.raises(Exception, match="ranks"):
+        rccl_msccl_regimes(16)
 
 
 @pytest.mark.parametrize("size, algorithm, hand_us", [
@@ -51,6 +59,8 @@ def test_regimes_switch_where_the_simple_program_starts():
     (1024, "mesh", 12 + 2 * 0.5 + 2 * 128 / (0.5 * 40e9) * 1e6),
     # Simple all-pairs: each step 2.625 x 0.5 us + 2.5 us (Simple's 5 us more base latency over two hops)
     (1 << 20, "mesh", 12 + 2 * (0.5 * 2.1 / 0.8 + 2.5) + 2 * (1 << 20) / 8 / 40e9 * 1e6),
+    # above 16 MiB, RCCL's own rings: 17 us + 14 Simple hops a call, the mesh's bytes
+    (32 << 20, "mesh", 17 + 14 * 0.5 * 2.1 / 0.8 + 2 * (32 << 20) / 8 / 40e9 * 1e6),
     # RCCL's ring under LL: 14 steps
     (512, "ring", 12 + 14 * (0.5 + 64 / (0.5 * 40e9) * 1e6)),
 ])
