@@ -17,7 +17,8 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
 3. predicts every other row with the algorithm that ran where the file says
    (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
    (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`; for Intel MPI, whose rules are
-   not published, its parent MPICH's defaults, :func:`mpich_default_rule`), else HCCL's choice as
+   not published, its parent MPICH's defaults, :func:`mpich_default_rule`; for RCCL on one 8-GPU
+   MI300X node, its MSCCL all-pairs programs and its own rings, :func:`rccl_msccl_rule`), else HCCL's choice as
    ``hcsim validate`` does, run without HCCL's CCL-buffer loops on a system that is not an
    Ascend one;
 4. reports per system the median and 90th percentile of |error| over the predicted rows, over
@@ -222,7 +223,8 @@ def rccl_msccl_rule(collective: str, size_bytes: int, ranks: int, element_bytes:
 LIBRARY_RULES = {"openmpi": open_mpi_fixed_rule, "intel-mpi": mpich_default_rule, "rccl": rccl_msccl_rule}
 """The selection rule the corpus predicts a ``transport``'s rows with where they name no
 algorithm: Open MPI's own fixed rules; for Intel MPI, whose own are not published, MPICH's
-defaults (:func:`mpich_default_rule`). Other transports: HCCL's choice."""
+defaults (:func:`mpich_default_rule`); for RCCL, what it runs for an allreduce on one 8-GPU node
+(:func:`rccl_msccl_rule`). Other transports: HCCL's choice."""
 
 
 def _library(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
@@ -260,8 +262,9 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 (:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
 (every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols, eager
 sends one after another (:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: eager sends
-one after another (:func:`hcsim.calibrate.eager_send_regimes`). Others (HCCL, RCCL, whose tuning
-tables differ from NCCL's) are fitted without regimes."""
+one after another (:func:`hcsim.calibrate.eager_send_regimes`); ``rccl``: RCCL's LL and Simple protocols
+as its MSCCL all-pairs programs and its own rings use them on an 8-GPU node, with RCCL's latency
+constants (:func:`hcsim.calibrate.rccl_msccl_regimes`). HCCL is fitted without regimes."""
 
 
 CORPUS_CALIBRATION_WORK = 20_000_000
