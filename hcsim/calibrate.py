@@ -182,6 +182,93 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     return build
 
 
+RCCL_BASE_LATENCY_S = {"LL": 12.0e-6, "Simple": 17.0e-6}
+"""RCCL's base latency of one collective kernel, per protocol: ``baseLat`` Ring {LL, LL128, Simple} =
+{12.0, 12.0, 17.0} us (ROCm/rccl src/graph/tuning.cc, read at commit 0cbce2a7, 2024-10-24), the part
+of its cost model paid once per call whatever the step count. The corpus's MI300X topology takes LL's
+as its launch overhead; :func:`rccl_msccl_regimes` adds Simple's difference."""
+
+RCCL_HW_LATENCY_RATIO = 2.1 / 0.8
+"""How much longer a step takes under RCCL's Simple protocol than under LL between GPUs of one node:
+``hwLat`` NVLINK Ring {LL, Simple} = {0.8, 2.1} us in ``tuning_model_5`` (ROCm/rccl src/graph/tuning.cc,
+the same commit), the tuning model RCCL's topology table gives an 8-GPU node whose GPUs are all linked
+to each other by xGMI (``rome_model_79`` in src/graph/rome_models.cc: 7 links a GPU, ``tuning=5``,
+``mscclEnabled=1``)."""
+
+MSCCL_ALLPAIRS_SIMPLE_FROM = 524288
+"""The allreduce size from which RCCL's MSCCL all-pairs programs for 8 GPUs run the Simple protocol
+instead of LL (out of place): ``allreduce-allpairs-8n-ll-32tb-op.xml`` (LL, ``minBytes`` 0 to
+``maxBytes`` 65536), ``allreduce-allpairs-8n-ll-64tb-op.xml`` (LL, 65537 to 524287),
+``allreduce-allpairs-8n-simple-op.xml`` (Simple, 524288 to 16777216), ROCm/rccl tools/msccl-algorithms
+at the same commit. Each of those programs sends each peer 1/8 of the buffer, reduces, and sends
+each peer the reduced 1/8 (hcsim's ``mesh``), so the switch is at 65536-byte messages."""
+
+MSCCL_ALLPAIRS_MAX_BYTES = 16777216
+"""The largest allreduce (out of place) RCCL runs with an MSCCL all-pairs program on 8 GPUs (the
+Simple program's ``maxBytes``; :data:`MSCCL_ALLPAIRS_SIMPLE_FROM`); a larger one runs RCCL's own
+kernels."""
+
+MSCCL_ALLPAIRS_CHUNKS = 256
+"""MSCCL runs a program only if the element count divides into its ``nchunksperloop`` (RCCL
+src/misc/msccl/msccl_lifecycle.cc, ``mscclInternalSchedulerSelectAlgo``: ``count % nChunksPerLoop ==
+0``); the all-pairs LL program for 8 GPUs up to 64 KiB has 256 (512 above), so an allreduce of fewer
+than 256 elements (1 KiB of fp32) runs RCCL's own kernels."""
+
+LL_DATA_SHARE = 0.5
+"""The share of an LL line that is data: NCCL's and RCCL's LL protocol sends 8-byte words of 4 data
+bytes and a 4-byte flag (``union ncclLLFifoLine``, src/include/devcomm.h in NVIDIA/nccl and
+ROCm/rccl)."""
+
+
+def rccl_msccl_regimes(ranks: int = 8):
+    """RCCL's LL and Simple protocols on an 8-GPU MI300X node as message regimes, for
+    :func:`calibrate`'s ``regimes``, for an allreduce run as hcsim's ``mesh`` (two steps, each sending
+    every peer 1/p of the buffer: the message is the buffer over p), as
+    :func:`hcsim.corpus.rccl_msccl_rule` runs it from 256 elements up.
+
+    Three regimes, each priced with RCCL's own cost model (a base latency per call,
+    :data:`RCCL_BASE_LATENCY_S`, plus a latency per hop, the fitted per-step overhead being LL's and
+    Simple's :data:`RCCL_HW_LATENCY_RATIO` times it), the extra over the topology's launch (LL's base
+    latency) and the mesh's two step overheads split over the two steps:
+
+    * below 65,536-byte messages (an allreduce below :data:`MSCCL_ALLPAIRS_SIMPLE_FROM`): MSCCL's
+      all-pairs program under LL, two hops, at :data:`LL_DATA_SHARE` of the rate;
+    * up to 2 MiB messages (the buffer up to :data:`MSCCL_ALLPAIRS_MAX_BYTES`): the all-pairs
+      program under Simple, two hops, the full rate: ``17 + 2 x Simple hop`` a call;
+    * above: RCCL's own rings under Simple, whose 2(p - 1) = 14 hops the mesh's two steps stand in
+      for (the bytes of RCCL's channels, on every link): ``17 + 14 x Simple hop`` a call.
+
+    Nothing is fitted here: the per-step overhead and the rate are the calibration's two parameters.
+
+    Examples
+    --------
+    >>> reg = rccl_msccl_regimes()(0.5e-6, 45e9)
+    >>> reg.from_bytes, reg.efficiency
+    ((0, 65536, 2097153), (0.5, 1.0, 1.0))
+    >>> [round(v * 1e6, 4) for v in reg.overhead_s]
+    [0.0, 3.3125, 11.1875]
+    """
+    from .engine.regimes import MessageRegimes
+
+    if isinstance(ranks, bool) or not isinstance(ranks, numbers.Integral) or ranks != 8:
+        raise bad_value("ranks", ranks, "8 (RCCL's MSCCL all-pairs programs are for 8 GPUs)")
+    hops = 2  # the all-pairs program, as hcsim's mesh: a reduce-scatter hop and an allgather hop
+    ring_hops = 2 * (ranks - 1)
+    extra_base = RCCL_BASE_LATENCY_S["Simple"] - RCCL_BASE_LATENCY_S["LL"]
+    r = RCCL_HW_LATENCY_RATIO
+
+    def build(step_overhead_s: float, link_Bps: float):
+        step_overhead_s, _ = _send_costs(step_overhead_s, link_Bps)
+        a = step_overhead_s
+        return MessageRegimes(
+            from_bytes=(0, MSCCL_ALLPAIRS_SIMPLE_FROM // ranks, MSCCL_ALLPAIRS_MAX_BYTES // ranks + 1),
+            overhead_s=(0.0, (extra_base + hops * r * a - hops * a) / hops,
+                        (extra_base + ring_hops * r * a - hops * a) / hops),
+            efficiency=(LL_DATA_SHARE, 1.0, 1.0))
+
+    return build
+
+
 UCX_RNDV_SEND_NBR_THRESH = 256 * 1024
 """The message size from which UCX sends a ``ucp_tag_send_nbr()`` message by rendezvous instead of
 eagerly: ``RNDV_SEND_NBR_THRESH``, default "256k", "Threshold for switching from eager to rendezvous

@@ -17,7 +17,8 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
 3. predicts every other row with the algorithm that ran where the file says
    (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
    (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`; for Intel MPI, whose rules are
-   not published, its parent MPICH's defaults, :func:`mpich_default_rule`), else HCCL's choice as
+   not published, its parent MPICH's defaults, :func:`mpich_default_rule`; for RCCL on one 8-GPU
+   MI300X node, its MSCCL all-pairs programs and its own rings, :func:`rccl_msccl_rule`), else HCCL's choice as
    ``hcsim validate`` does, run without HCCL's CCL-buffer loops on a system that is not an
    Ascend one;
 4. reports per system the median and 90th percentile of |error| over the predicted rows, over
@@ -186,10 +187,44 @@ def mpich_default_rule(collective: str, size_bytes: int, ranks: int) -> str | No
     return None
 
 
-LIBRARY_RULES = {"openmpi": open_mpi_fixed_rule, "intel-mpi": mpich_default_rule}
+def rccl_msccl_rule(collective: str, size_bytes: int, ranks: int, element_bytes: int = 4) -> str | None:
+    """The hcsim schedule for what RCCL runs for an allreduce on one 8-GPU MI300X node, or None for
+    another collective or rank count (then HCCL's choice, as before).
+
+    RCCL runs an MSCCL program where one fits the call (RCCL src/misc/msccl/msccl_lifecycle.cc,
+    ``mscclInternalSchedulerSelectAlgo``: the rank count, the size within the program's ``minBytes``
+    to ``maxBytes``, the element count a multiple of its ``nchunksperloop``); for 8 GPUs its
+    all-pairs allreduce programs (tools/msccl-algorithms, :data:`hcsim.calibrate.MSCCL_ALLPAIRS_SIMPLE_FROM`)
+    cover 0 to 16 MiB out of place and need a multiple of 256 elements. The all-pairs program sends
+    each peer its 1/8, reduces and sends each peer the reduced 1/8: hcsim's ``mesh``. Below 256
+    elements RCCL's own kernels run, whose tuner picks a ring for 8 GPUs of one node (its ring LL
+    latency, 12 + 14 x 0.8 us, under its tree's, 12 + 2 x 7 x 0.9 us: ``baseLat`` and
+    ``tuning_model_5`` in src/graph/tuning.cc): hcsim's ``ring``, 14 steps. Above 16 MiB RCCL's own
+    kernels run rings too, but on as many channels as the node's 7 links per GPU carry
+    (``rome_model_79``'s 28 ring orders); one hcsim ring would use one link per GPU, so the
+    ``mesh``, which moves the same bytes over every link, stands in for them (its two steps
+    undercount the ring's fourteen step latencies there).
+
+    Examples
+    --------
+    >>> [rccl_msccl_rule("allreduce", n, 8) for n in (512, 1024, 16 << 20, 32 << 20)]
+    ['ring', 'mesh', 'mesh', 'mesh']
+    >>> rccl_msccl_rule("allreduce", 1024, 16) is None
+    True
+    """
+    from .calibrate import MSCCL_ALLPAIRS_CHUNKS
+
+    if collective != "allreduce" or ranks != 8:
+        return None
+    count = size_bytes // element_bytes
+    return "mesh" if count >= MSCCL_ALLPAIRS_CHUNKS and count % MSCCL_ALLPAIRS_CHUNKS == 0 else "ring"
+
+
+LIBRARY_RULES = {"openmpi": open_mpi_fixed_rule, "intel-mpi": mpich_default_rule, "rccl": rccl_msccl_rule}
 """The selection rule the corpus predicts a ``transport``'s rows with where they name no
 algorithm: Open MPI's own fixed rules; for Intel MPI, whose own are not published, MPICH's
-defaults (:func:`mpich_default_rule`). Other transports: HCCL's choice."""
+defaults (:func:`mpich_default_rule`); for RCCL, what it runs for an allreduce on one 8-GPU node
+(:func:`rccl_msccl_rule`). Other transports: HCCL's choice."""
 
 
 def _library(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
@@ -227,8 +262,9 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 (:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
 (every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols, eager
 sends one after another (:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: eager sends
-one after another (:func:`hcsim.calibrate.eager_send_regimes`). Others (HCCL, RCCL, whose tuning
-tables differ from NCCL's) are fitted without regimes."""
+one after another (:func:`hcsim.calibrate.eager_send_regimes`); ``rccl``: RCCL's LL and Simple protocols
+as its MSCCL all-pairs programs and its own rings use them on an 8-GPU node, with RCCL's latency
+constants (:func:`hcsim.calibrate.rccl_msccl_regimes`). HCCL is fitted without regimes."""
 
 
 CORPUS_CALIBRATION_WORK = 20_000_000
@@ -260,6 +296,7 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
         NCCL_LL_EFFICIENCY,
         eager_send_regimes,
         nccl_protocol_regimes,
+        rccl_msccl_regimes,
         ucx_rendezvous_regimes,
     )
 
@@ -268,6 +305,8 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
         return ucx_rendezvous_regimes()
     if key == "intel-mpi":
         return eager_send_regimes()
+    if key == "rccl":
+        return rccl_msccl_regimes()
     if key not in TRANSPORT_REGIMES:
         return None
     return nccl_protocol_regimes(*TRANSPORT_REGIMES[key], NCCL_LL_EFFICIENCY if ll_efficiency is None else ll_efficiency)

@@ -130,12 +130,17 @@ def test_open_mpi_systems_rows_run_open_mpis_choice():
     assert pick[("allgather", 262144)] == "hd" and pick[("allgather", 524288)] == "ring"
     assert pick[("alltoall", 16384)] == "bruck" and pick[("alltoall", 32768)] == "mesh"
     assert pick[("alltoall", 4 << 20)] == "pairwise" and "ne" not in set(same.algorithm)
-    # a transport with no known rule (RCCL) keeps HCCL's choice
-    from hcsim.corpus import _selected
+    # a transport with no known rule (NCCL) keeps HCCL's choice
+    from hcsim.corpus import _selected, rccl_msccl_rule
 
+    a3 = next(s for s in load_corpus() if "A3 Mega" in s["system"])
+    assert _library(a3["measured"], a3["topology"], a3["transport"]).algorithm.tolist() == \
+        _selected(a3["measured"], a3["topology"]).algorithm.tolist()
+    # RCCL's rows run what RCCL runs (change 22: MSCCL's all-pairs, RCCL's own ring below 256 elements)
     mi = next(s for s in load_corpus() if "MI300X" in s["system"])
-    assert _library(mi["measured"], mi["topology"], mi["transport"]).algorithm.tolist() == \
-        _selected(mi["measured"], mi["topology"]).algorithm.tolist()
+    ran = _library(mi["measured"], mi["topology"], mi["transport"])
+    assert ran.algorithm.tolist() == [rccl_msccl_rule("allreduce", int(n), 8) for n in ran.size_bytes]
+    assert ran.algorithm.tolist() != _selected(mi["measured"], mi["topology"]).algorithm.tolist()
 
 
 @pytest.mark.slow
