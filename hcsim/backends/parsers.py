@@ -68,6 +68,22 @@ class MeasuredRowWarning(UserWarning):
     check failed: nccl-tests' ``#wrong`` above 0, hccl_test's ``check_result`` ``failed``)."""
 
 
+class _StrList(list):
+    """A list of strings in a frame's ``attrs``: pandas deep-copies ``attrs`` into every frame and
+    row it derives (``iterrows`` once per row), so a long one costs rows x entries; strings are
+    immutable, so a shallow copy is a deep one (linear again)."""
+
+    def __deepcopy__(self, memo):
+        return type(self)(self)
+
+
+class _StrDict(dict):
+    """A dict of strings in a frame's ``attrs``, copied shallowly (see :class:`_StrList`)."""
+
+    def __deepcopy__(self, memo):
+        return type(self)(self)
+
+
 class _Source:
     """Names a place in a measured text for messages: ``measured 'f.csv' line 7, column 2 (time_us)``."""
 
@@ -85,7 +101,7 @@ class _Source:
         self.left_out.append(f"line {line}: {why}")
 
     def warn(self, df: pd.DataFrame) -> pd.DataFrame:
-        df.attrs["left_out"] = list(self.left_out)
+        df.attrs["left_out"] = _StrList(self.left_out)
         if self.left_out:
             more = f" and {len(self.left_out) - 3} more" if len(self.left_out) > 3 else ""
             warnings.warn(f"{self.name}: left out {len(self.left_out)} row(s): "
@@ -483,8 +499,11 @@ def _row_cells(src, number: int, cells: list, header: list, header_line: int):
     """A data row's cells matched to ``header``: empty cells past its end (trailing separators)
     dropped; None for the header repeated (left out, and said); a one-line error for a row of
     another width."""
-    while len(cells) > len(header) and cells[-1] == "":
-        cells = cells[:-1]
+    if len(cells) > len(header) and cells[-1] == "":
+        end = len(cells)
+        while end > len(header) and cells[end - 1] == "":
+            end -= 1
+        cells = cells[:end]  # one copy: a row may end in thousands of separators
     if cells == header:
         src.leave_out(number, "the header again")
         return None
@@ -504,12 +523,15 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
     if commented is not None:  # '# op,bytes,time_us' above the rows: the first record is a row
         records = itertools.chain([first], records)
         header_line, header = commented
-    while header and header[-1] == "":  # a trailing separator names no column
-        header = header[:-1]
+    end = len(header)
+    while end and header[end - 1] == "":  # a trailing separator names no column
+        end -= 1
+    header = header[:end]
     names = [h for h in header if h]
-    twice = sorted({h for h in names if names.count(h) > 1})
+    twice = sorted(h for h, n in collections.Counter(names).items() if n > 1)  # linear: a header may be wide
     if twice:
-        raise ConfigError(f"{src.at(header_line)}: the header names {', '.join(map(repr, twice))} twice")
+        more = f" and {len(twice) - 5:,} more" if len(twice) > 5 else ""
+        raise ConfigError(f"{src.at(header_line)}: the header names {', '.join(map(repr, twice[:5]))}{more} twice")
     if set(_SWEEP_FORM) <= set(names):
         coll_col, size_col, time_col = _SWEEP_FORM
         keep = [h for h in header if h]

@@ -13,6 +13,7 @@ an OSU header (``Avg Latency(us)``), or named in the mapping (``time=latency:ms`
 
 from __future__ import annotations
 
+import collections
 import csv
 import math
 import re
@@ -23,7 +24,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
-from ..errors import ConfigError, bad_value, shown, unknown_name
+from ..errors import ConfigError, WorkLimitError, bad_value, shown, unknown_name
+from ..limits import MAX_SWEEP_SIZES
 from .parsers import (
     COLUMNS,
     MIN_TIME_US,
@@ -35,6 +37,7 @@ from .parsers import (
     _row_cells,
     _size,
     _Source,
+    _StrDict,
     _time,
 )
 
@@ -72,6 +75,10 @@ _PER_RANK_SIZE = ("allgather", "alltoall", "alltoallv", "gather", "scatter")
 sends each peer (alltoall), where hcsim's size, like nccl-tests', is the whole buffer: size x ranks."""
 _NCCL_DTYPES = frozenset("int8 uint8 int32 uint32 int64 uint64 half float double bfloat16 float16 float32 "
                          "float64 fp8_e4m3 fp8_e5m2 f8e4m3 f8e5m2 char int byte".split())
+
+
+_NAMES_SHOWN = 5
+"""Names a warning lists before saying how many more it leaves unnamed."""
 
 
 class MeasuredAlgorithmWarning(UserWarning):
@@ -333,10 +340,12 @@ def _name_algorithms(df: pd.DataFrame, src: _Source) -> pd.DataFrame:
         if ours is None:
             unknown.append(f"{given} ({coll})")
     df["algorithm"] = [names[k] for k in zip(df["collective"], df["algorithm_given"], strict=True)]
-    df.attrs["algorithm_names"] = {given: ours for (_, given), ours in names.items()}
-    if unknown:
-        warnings.warn(f"{src.name}: no hcsim algorithm for {', '.join(unknown)}: kept as given (validate "
-                      "predicts those rows with algorithm='auto')", MeasuredAlgorithmWarning, stacklevel=4)
+    df.attrs["algorithm_names"] = _StrDict({given: ours for (_, given), ours in names.items()})
+    if unknown:  # a few named, then how many more (a wide table may have thousands of columns)
+        more = f" and {len(unknown) - _NAMES_SHOWN:,} more" if len(unknown) > _NAMES_SHOWN else ""
+        warnings.warn(f"{src.name}: no hcsim algorithm for {', '.join(unknown[:_NAMES_SHOWN])}{more}: kept as "
+                      "given (validate predicts those rows with algorithm='auto')", MeasuredAlgorithmWarning,
+                      stacklevel=4)
     return df
 
 
@@ -583,12 +592,16 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
         header_line, header, rows = _table_split(text, src)
     if header is None:
         raise ConfigError(f"{src.name}: no data lines (only comments and blank lines)")
-    while header and header[-1] == "":
-        header = header[:-1]
+    end = len(header)
+    while end and header[end - 1] == "":  # trailing separators name no column
+        end -= 1
+    header = header[:end]
     names = [h for h in header if h]
-    twice = sorted({h for h in names if names.count(h) > 1})
+    twice = sorted(h for h, n in collections.Counter(names).items() if n > 1)  # linear: a header may be wide
     if twice:
-        raise ConfigError(f"{src.at(header_line)}: the header names {', '.join(map(repr, twice))} twice")
+        more = f" and {len(twice) - _NAMES_SHOWN:,} more" if len(twice) > _NAMES_SHOWN else ""
+        raise ConfigError(f"{src.at(header_line)}: the header names {', '.join(map(repr, twice[:_NAMES_SHOWN]))}"
+                          f"{more} twice")
     index = {h: i for i, h in enumerate(header) if h}
     for target in ("size", "time", "bandwidth", "ranks", "algorithm", "op"):
         col = getattr(cmap, target)
@@ -622,6 +635,8 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
         if not wide:
             raise ConfigError(f"{src.at(header_line)}: no value columns left for wide={cmap.wide} (every column "
                               "is mapped to something else)")
+        _wide_rows(rows, header, header_line, wide, cmap, collective, src)
+    unnamed = [i for i, name in enumerate(header) if not name]
     elem = DTYPES[cmap.dtype].size_bytes if cmap.size_unit == "count" else 1
     out = []
     for number, cells in rows:
@@ -665,8 +680,8 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
             kind = "time" if cmap.time else cmap.bandwidth_kind
             unit = cmap.time_unit if cmap.time else cmap.bandwidth_unit
         if cmap.wide:  # every unmapped column is a value column: one with no name cannot say whose values
-            for i, name in enumerate(header):
-                if not name and cells[i] != "":
+            for i in unnamed:
+                if cells[i] != "":
                     raise bad_value(at(i), cells[i], f"an empty cell: column {i + 1} has no "
                                     f"name in the header (line {header_line}), so with wide={cmap.wide} it is "
                                     "no one's; name it or delete the column")
@@ -686,6 +701,32 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
         df = _name_algorithms(df, src)
     df.attrs["columns"] = cmap
     return df
+
+
+def _wide_rows(rows, header, header_line, wide, cmap, collective, src: _Source) -> None:
+    """Refuse a wide table that would make more than MAX_SWEEP_SIZES rows (one per value
+    cell), before any row is built: the value cells that are not empty, in the rows that are
+    not the header again, 0 bytes or another collective's, are counted (linear in the cells)."""
+    if len(rows) * len(wide) <= MAX_SWEEP_SIZES:
+        return
+    columns = [i for i, *_ in wide]
+    size_at = header.index(cmap.size)
+    op_at = header.index(cmap.op) if cmap.op is not None else None
+    count = lines = 0
+    for _, cells in rows:
+        if len(cells) < len(header) or cells[:len(header)] == header:
+            continue  # a ragged row or the header again: the reading loop says what it is
+        size = cells[size_at]
+        if _WHOLE.fullmatch(size) and not size.strip("0"):
+            continue  # 0 bytes: left out
+        if op_at is not None and collective and _collective_name(cells[op_at]) != collective:
+            continue
+        lines += 1
+        count += sum(1 for i in columns if cells[i] != "")
+    if count > MAX_SWEEP_SIZES:
+        raise WorkLimitError(f"{src.name}: {count:,} rows ({lines:,} data line(s) x {len(wide):,} value columns "
+                             f"of wide={cmap.wide}); at most {MAX_SWEEP_SIZES} (hcsim.limits.MAX_SWEEP_SIZES, as a "
+                             "sweep): each row is a simulation; pass fewer lines or value columns")
 
 
 def _value_time(cell: str, kind: str, unit: str, size: int, collective: str, ranks, where: str) -> float:
