@@ -83,6 +83,11 @@ many ranks, and about 0.6 us per transfer
 (a flat ring reduce on 16,384 NPUs routes 16,383 one-transfer steps; a ring scatter on 8,192
 routes 33M transfers in 8,191 steps; docs/performance.md, "The work bound")."""
 
+WORK_PER_MEASURED_ROW = 1000
+"""Work units a validation counts per measured row besides its prediction's engine work: reading
+the row, choosing its algorithm and setting up its call cost about 1 ms of CPU (600 rows of an
+8-rank allreduce: 2.4 ms a row, of which the engine's 1,308 units about 1.3 ms)."""
+
 WORK_UNITS = (f"{WORK_PER_INSTANT} per event instant, step entry, contention-free step or new rank pair, one "
               f"more per {RANKS_PER_UNIT} ranks; {WORK_PER_ROUTED_STEP} and 1 a transfer per step routed; 1 per "
               "flow-rate update; about 1 us each")

@@ -9,7 +9,7 @@ import pandas as pd
 
 from .api import WorkBudget, simulate
 from .errors import HcsimError, WorkLimitError, bad_value
-from .limits import MAX_WORK
+from .limits import MAX_WORK, WORK_PER_MEASURED_ROW
 from .topology.io import load_topology
 
 
@@ -31,7 +31,8 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
         Points smaller than this are left out of the summary (``attrs``) but kept in the rows.
     max_work : int or None
         Engine work bound of the whole validation (:data:`~hcsim.limits.MAX_WORK`, the rows'
-        predictions in turn, as a sweep's points): past it the command stops with a one-line
+        predictions in turn, as a sweep's points, each row also counting
+        :data:`~hcsim.limits.WORK_PER_MEASURED_ROW`): past it the command stops with a one-line
         :class:`~hcsim.errors.WorkLimitError` naming the rows predicted so far. None: no bound.
 
     Returns
@@ -63,7 +64,7 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
             raise WorkLimitError(f"max_work = {max_work}: the validation's predictions took it after {i} of its "
                                  f"{len(measured)} rows ({budget.spent:,} units of engine work); use fewer rows or "
                                  "another --algo, or raise max_work (--max-work; 0: no bound)") from None
-        budget.spend(r.config.get("work", 0))
+        budget.spend(r.config.get("work", 0) + WORK_PER_MEASURED_ROW)
         row = dict(m)
         row.update(predicted_us=r.time_us, error=r.time_us / float(m["time_us"]) - 1, algorithm=r.algorithm,
                    ranks=r.ranks)
