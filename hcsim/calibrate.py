@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import ConfigError, WorkLimitError, bad_value, unknown_name
+from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, unknown_name
 from .limits import MAX_CALIBRATION_SIMULATIONS, MAX_CALIBRATION_WORK, MAX_EVALS
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
@@ -140,6 +140,25 @@ NCCL_SIMPLE_LATENCY_RATIO = {"nvlink": 3.4 / 0.6, "net": 14.0 / 2.7}
 """How much longer a ring step takes under NCCL's Simple protocol than under LL, per hop kind:
 ``hwLat`` Ring {LL, Simple} = {0.6, 3.4} us over NVLink and {2.7, 14.0} us over the network
 (NVIDIA/nccl src/graph/tuning.cc, the same version)."""
+
+
+def _user_regimes(regimes, step_overhead_s: float, link_Bps: float):
+    """``regimes(step_overhead_s, link_Bps)``, a caller's function: what it raises, or a result
+    that is not a :class:`~hcsim.engine.regimes.MessageRegimes`, becomes one line."""
+    from .engine.regimes import MessageRegimes
+
+    allowed = "a callable (step_overhead_s, link_Bps) -> MessageRegimes"
+    try:
+        out = regimes(step_overhead_s, link_Bps)
+    except HcsimError:
+        raise
+    except Exception as exc:  # a caller's function: its failure, in one line
+        raise bad_value("regimes", getattr(regimes, "__name__", type(regimes).__name__),
+                        f"{allowed} (it raised {type(exc).__name__}: {exc})") from None
+    if not isinstance(out, MessageRegimes):
+        raise bad_value("regimes", getattr(regimes, "__name__", type(regimes).__name__),
+                        f"{allowed} (it returned {type(out).__name__})")
+    return out
 
 
 def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
@@ -618,8 +637,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             if rank_reduce_ratio is not None:
                 with_rank_reduce(out, float(rank_reduce_ratio))
             if regimes is not None:
-                out.defaults = dataclasses.replace(out.defaults,
-                                                   message_regimes=regimes(step, klass[1] * scale[klass[0]]))
+                out.defaults = dataclasses.replace(out.defaults, message_regimes=_user_regimes(
+                    regimes, step, klass[1] * scale[klass[0]]))
             return out
     else:
         # only the tiers some point depends on: doubling an unused tier moves nothing

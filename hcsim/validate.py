@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 import pandas as pd
 
-from .api import WorkBudget, simulate
+from .api import WorkBudget, check_options, simulate
 from .errors import HcsimError, WorkLimitError, bad_value
 from .limits import MAX_WORK, WORK_PER_MEASURED_ROW
 from .topology.io import load_topology
@@ -46,6 +46,7 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     check_measured(measured, "validate")
     if isinstance(min_size, bool) or not isinstance(min_size, numbers.Integral) or min_size < 0:
         raise bad_value("min_size", min_size, "a whole number of bytes >= 0")
+    check_options(kwargs, ("ranks", "max_work"), "validate_measured")  # each row sets its ranks
     budget = WorkBudget(max_work)
     topo = load_topology(topology)
     rows = []

@@ -5,6 +5,7 @@ import pytest
 
 import hcsim
 from hcsim.calibrate import calibrate, class_scaled, link_classes
+from hcsim.errors import HcsimError
 from hcsim.topology import leaf_spine
 
 
@@ -209,3 +210,17 @@ def test_fixed_cost_launch_fits_a_per_call_cost_and_keeps_the_step():
         calibrate(base, pts, fixed_cost="launch")  # only with fit="bottleneck"
     with pytest.raises(HcsimError, match="fixed_cost"):
         calibrate(base, pts, fit="bottleneck", fixed_cost="both")
+
+
+def test_a_regimes_function_that_fails_is_one_line():
+    from hcsim.calibrate import eager_send_regimes
+    from hcsim.topology import single_switch
+
+    base = single_switch(8, 100e9, tier="nvlink")
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "size_bytes": [8, 1 << 30],
+                        "time_us": [30.0, 30000.0]})
+    # eager_send_regimes() makes the function; itself it takes no arguments, so calling it fails
+    with pytest.raises(HcsimError, match=r"regimes = .*it raised TypeError"):
+        calibrate(base, pts, fit="bottleneck", regimes=eager_send_regimes)
+    with pytest.raises(HcsimError, match=r"regimes = .*it returned int"):
+        calibrate(base, pts, fit="bottleneck", regimes=lambda step, rate: 5)

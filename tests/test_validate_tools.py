@@ -190,3 +190,17 @@ def test_hccl_test_rows_are_predicted_with_hccls_choice_not_their_label():
     assert set(rows.algorithm) == {"hccl"}
     df = validate_measured(rows, "atlas800t-a2")
     assert len(df) == len(rows) and "hccl" not in set(df.algorithm)
+
+
+def test_validate_measured_refuses_options_simulate_does_not_take_or_each_row_sets():
+    from pathlib import Path
+
+    import hcsim
+    from hcsim.errors import ConfigError
+    from hcsim.validate import validate_measured
+
+    df = hcsim.backends.load_measured(Path(__file__).resolve().parents[1] / "docs" / "data" / "published"
+                                      / "hccl_test_sample.txt")
+    for kw in ({"ranks": 2}, {"nope": 1}):
+        with pytest.raises(ConfigError, match=r"validate_measured\(\w+=\.\.\.\) = .*not an option here"):
+            validate_measured(df, "atlas800t-a2", **kw)
