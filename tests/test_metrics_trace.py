@@ -102,6 +102,40 @@ def test_summary_identity_on_random_tables():
     assert (s["communicationNotOverlapComputation_us"] <= s["communication_us"] + 1e-9).all()
 
 
+def _summary_rank_by_rank(ops, step, ranks):
+    """The summary worked one rank at a time with the single-interval-set helpers (the reference
+    the vectorised summary is checked against)."""
+    ran = ops[ops["start_s"].notna() & ops["end_s"].notna()]
+    rows = []
+    for rank in ranks:
+        part = ran[ran["rank"] == rank]
+        s = np.clip(part["start_s"].to_numpy(dtype=float), 0.0, step)
+        e = np.clip(part["end_s"].to_numpy(dtype=float), 0.0, step)
+        kind = part["kind"].to_numpy()
+        comp = np.isin(kind, ["compute"])
+        comm = np.isin(kind, ["collective", "sendrecv"])
+        busy = covered(s[comp | comm], e[comp | comm])
+        rows.append([step, covered(s[comp], e[comp]), covered(s[comm], e[comm]),
+                     covered_outside(s[comm], e[comm], s[comp], e[comp]), max(step - busy, 0.0)])
+    return np.array(rows) * 1e6
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_summary_of_every_rank_at_once_equals_rank_by_rank(seed):
+    rng = np.random.default_rng(seed)
+    n, p = int(rng.integers(0, 300)), int(rng.integers(1, 40))
+    start = rng.choice([rng.uniform(-1e-4, 1.2e-3, n), np.round(rng.uniform(0, 1e-3, n), 4)])  # ties too
+    end = start + rng.choice([rng.uniform(-1e-5, 3e-4, n), np.round(rng.uniform(0, 3e-4, n), 4)])
+    end[rng.random(n) < 0.05] = np.nan  # never ran
+    ops = _ops({"kind": rng.choice(["compute", "collective", "sendrecv", "waitevent"], n),
+                "rank": rng.integers(0, p, n), "start_s": start, "end_s": end})
+    step = float(rng.uniform(5e-4, 1.5e-3))
+    ranks = sorted(set(rng.integers(0, p + 3, int(rng.integers(1, p + 3))).tolist()))
+    got = summarize(ops, step, ranks)
+    assert got.index.tolist() == ranks
+    assert np.allclose(got[list(COLUMNS)].to_numpy(), _summary_rank_by_rank(ops, step, ranks), rtol=1e-12, atol=1e-9)
+
+
 def test_summary_refuses_bad_input():
     with pytest.raises(HcsimError, match="step_time_s"):
         summarize(_ops([]), -1.0)

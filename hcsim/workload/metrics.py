@@ -132,28 +132,92 @@ def summarize(ops: pd.DataFrame, step_time_s, ranks=None) -> pd.DataFrame:
                             "end_s (JobResult.ops)")
     step = float(step_time_s)
     ran = ops[ops["start_s"].notna() & ops["end_s"].notna()]
-    every = sorted({int(r) for r in ran["rank"]}) if ranks is None else sorted({int(r) for r in ranks})
-    rows = []
-    groups = dict(tuple(ran.groupby("rank", sort=True)))
-    for rank in every:
-        part = groups.get(rank)
-        if part is None:
-            rows.append((rank, step, 0.0, 0.0, 0.0, step))
-            continue
-        s = np.clip(part["start_s"].to_numpy(dtype=float), 0.0, step)
-        e = np.clip(part["end_s"].to_numpy(dtype=float), 0.0, step)
-        kind = part["kind"].to_numpy()
-        comp = np.isin(kind, COMPUTE_KINDS)
-        comm = np.isin(kind, COMMUNICATION_KINDS)
-        work = comp | comm
-        computation = covered(s[comp], e[comp])
-        communication = covered(s[comm], e[comm])
-        exposed = covered_outside(s[comm], e[comm], s[comp], e[comp])
-        busy = covered(s[work], e[work])
-        rows.append((rank, step, computation, communication, exposed, max(step - busy, 0.0)))
-    table = pd.DataFrame(rows, columns=("rank", *COLUMNS)).set_index("rank")
+    rank = ran["rank"].to_numpy().astype(np.int64)
+    every = np.unique(rank) if ranks is None else np.array(sorted({int(r) for r in ranks}), dtype=np.int64)
+    # every rank's intervals at once (a job on 16,384 ranks: one pass, not one pandas group per rank)
+    known = np.unique(rank)
+    at = np.searchsorted(known, rank)  # dense rank index
+    n = known.size
+    s = np.clip(ran["start_s"].to_numpy(dtype=float), 0.0, step)
+    e = np.clip(ran["end_s"].to_numpy(dtype=float), 0.0, step)
+    kind = ran["kind"].to_numpy()
+    comp = np.isin(kind, COMPUTE_KINDS)
+    comm = np.isin(kind, COMMUNICATION_KINDS)
+    work = comp | comm
+    comp_pieces = _union_by_group(at[comp], s[comp], e[comp])
+    comm_pieces = _union_by_group(at[comm], s[comm], e[comm])
+    computation = _length_by_group(comp_pieces, n)
+    communication = _length_by_group(comm_pieces, n)
+    exposed = _outside_by_group(comm_pieces, comp_pieces, n)
+    busy = _length_by_group(_union_by_group(at[work], s[work], e[work]), n)
+    table = pd.DataFrame({"rank": every, "stepTime_us": step, "computation_us": 0.0, "communication_us": 0.0,
+                          "communicationNotOverlapComputation_us": 0.0, "free_us": step})
+    pos = np.searchsorted(known, every)
+    has = (pos < n) & (known[np.minimum(pos, max(n - 1, 0))] == every) if n else np.zeros(every.size, dtype=bool)
+    i = pos[has]
+    table.loc[has, "computation_us"] = computation[i]
+    table.loc[has, "communication_us"] = communication[i]
+    table.loc[has, "communicationNotOverlapComputation_us"] = exposed[i]
+    table.loc[has, "free_us"] = np.maximum(step - busy[i], 0.0)
+    table = table.set_index("rank")
     table[list(COLUMNS)] = table[list(COLUMNS)].astype(float) * 1e6
     return table
+
+
+def _union_by_group(group, start, end):
+    """:func:`merge_intervals` for many groups at once: the union of each group's intervals as
+    (group, start, end) of disjoint pieces, sorted by group then start."""
+    keep = end > start
+    group, start, end = group[keep], start[keep], end[keep]
+    if not start.size:
+        return group, start, end
+    order = np.lexsort((start, group))
+    group, start, end = group[order], start[order], end[order]
+    reach = pd.Series(end).groupby(group).cummax().to_numpy()  # what the group covers up to each interval
+    new = np.empty(start.size, dtype=bool)
+    new[0] = True
+    new[1:] = (group[1:] != group[:-1]) | (start[1:] > reach[:-1])
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, start.size - 1]
+    return group[first], start[first], reach[last]
+
+
+def _length_by_group(pieces, n: int) -> np.ndarray:
+    """Each of ``n`` groups' covered length, from :func:`_union_by_group`'s pieces."""
+    group, start, end = pieces
+    return np.bincount(group, weights=end - start, minlength=n) if group.size else np.zeros(n)
+
+
+def _outside_by_group(a, b, n: int) -> np.ndarray:
+    """:func:`covered_outside` for each of ``n`` groups at once: the length of each group's ``a``
+    pieces not covered by its ``b`` pieces (both from :func:`_union_by_group`)."""
+    ag, a_s, a_e = a
+    bg, b_s, b_e = b
+    if not ag.size:
+        return np.zeros(n)
+    if not bg.size:
+        return _length_by_group(a, n)
+    length = b_e - b_s
+    # b's covered length before each of its pieces, within the piece's group
+    before = pd.Series(length).groupby(bg).cumsum().to_numpy() - length
+
+    def f(x):  # b's covered length up to x, in the group of each of a's pieces
+        # the last b piece of the same group starting at or before x: b's pieces and the queries
+        # merged in (group, value) order, a b piece before a query at the same value
+        nb = bg.size
+        order = np.lexsort((np.r_[np.zeros(nb), np.ones(x.size)], np.r_[b_s, x], np.r_[bg, ag]))
+        seen = np.maximum.accumulate(np.where(order < nb, order, -1))
+        i = np.empty(x.size, dtype=np.int64)
+        q = order >= nb
+        i[order[q] - nb] = seen[q]
+        ok = i >= 0
+        ok[ok] = bg[i[ok]] == ag[ok]
+        j = np.maximum(i, 0)
+        inside = np.clip(x - b_s[j], 0.0, length[j])
+        return np.where(ok, before[j] + inside, 0.0)
+
+    overlap = f(a_e) - f(a_s)
+    return np.bincount(ag, weights=np.maximum((a_e - a_s) - overlap, 0.0), minlength=n)
 
 
 def totals(summary: pd.DataFrame) -> pd.DataFrame:
