@@ -106,6 +106,20 @@ def hop_work(hops: int) -> int:
     ``hops`` hops (:data:`FREE_HOPS`, :data:`WORK_PER_HOP`)."""
     return WORK_PER_HOP * max(0, hops - FREE_HOPS)
 
+
+FREE_WALK = 256
+WALK_PER_UNIT = 2
+"""A route search that finds many long equal-cost paths costs for each link of them: a node pair
+whose shortest paths (up to 64) hold more than ``FREE_WALK`` links in all counts one more unit per
+``WALK_PER_UNIT`` links beyond. On a 64 x 64 torus a far pair has 64 paths of about 64 links
+(about 1.2 ms to find, 4,096 links: 1,920 units); a pod's or leaf-spine's pairs stay inside it."""
+
+
+def walk_work(links: int) -> int:
+    """Work units a route search counts for shortest paths of ``links`` links in all
+    (:data:`FREE_WALK`, :data:`WALK_PER_UNIT`)."""
+    return max(0, links - FREE_WALK) // WALK_PER_UNIT
+
 WORK_PER_RANK_OP = 20
 """Work units a job (:func:`hcsim.workload.run`) counts per operation and rank as it is planned
 (before anything is planned), as it starts and as it ends (its planning and dependency

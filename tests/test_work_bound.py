@@ -459,3 +459,28 @@ def test_points_run_in_parallel_share_the_bound_evenly():
     assert WorkBudget(100, per_point=1000).left() == 1
     assert WorkBudget(None, per_point=4).left() is None
     assert WorkBudget(100, per_point=True).left() == 100
+
+
+def test_a_search_of_many_long_equal_cost_paths_counts_their_links():
+    # a torus pair far apart has many shortest paths of many links: what finding them walked is
+    # counted (walk_work), the same on a topology that searched the pairs before
+    from hcsim.limits import walk_work
+    from hcsim.topology.builders import torus
+
+    topo = torus((24, 24), 25e9, 1e-6)
+    first = hcsim.simulate(topo, "gather", "64K", "star").config["work"]
+    again = hcsim.simulate(topo, "gather", "64K", "star").config["work"]
+    assert first == again
+    net = topo.compiled()
+    root = net.node_index[topo.npus[0]]
+    walks = [walk_work(net.walked(net.node_index[n], root)) for n in topo.npus[1:]]
+    assert sum(walks) > 0 and max(net.walked(net.node_index[n], root) for n in topo.npus[1:]) > 256
+    import hcsim.engine.des as des
+
+    unpriced = des.walk_work
+    try:  # the same run with searches not priced by their links: exactly those units less
+        des.walk_work = lambda links: 0
+        without = hcsim.simulate(torus((24, 24), 25e9, 1e-6), "gather", "64K", "star").config["work"]
+    finally:
+        des.walk_work = unpriced
+    assert first - without == sum(walks)

@@ -42,7 +42,6 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import (
-    FREE_HOPS,
     LONE_TRANSFERS_PER_UNIT,
     MAX_FLOW_UPDATES,
     RANKS_PER_UNIT,
@@ -50,6 +49,7 @@ from ..limits import (
     WORK_PER_ROUTED_STEP,
     WORK_UNITS,
     hop_work,
+    walk_work,
 )
 from ..topology.routing import ROUTING_POLICIES, collector_paused
 from . import fairshare
@@ -1314,18 +1314,22 @@ class FlowSimulator:
             node_pair = pend // 2
             is_new = fresh[todo].tolist()
 
+            srcs, dsts = (node_pair // nn).tolist(), (node_pair % nn).tolist()
+
             def count(k, g):  # a search costs about an instant up to FREE_HOPS hops, and grows with the
-                # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops): counted as it is routed
+                # path beyond (a ring of 4,096 NPUs: 13 ms for 2,048 hops) and with the links of all
+                # its equal-cost paths (a torus): counted as it is routed
                 if is_new[k]:
                     hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
-                    if hops > FREE_HOPS:
-                        fabric.route_work += hop_work(hops)
+                    extra = hop_work(hops) + walk_work(net.walked(srcs[k], dsts[k]))
+                    if extra:
+                        fabric.route_work += extra
                         if fabric.max_work is not None:
                             fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
 
             try:
-                net.route_many((node_pair // nn).tolist(), (node_pair % nn).tolist(),
-                               (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups, after=count)
+                net.route_many(srcs, dsts, (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups,
+                               after=count)
             finally:
                 done = pend[:len(groups)].tolist()
         finally:

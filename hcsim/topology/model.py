@@ -728,6 +728,7 @@ class _Compiled:
         self.paths = PathStore()
         self._search = SearchCache(self.out_adj, self.in_adj)
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
+        self._walked: dict[tuple[int, int], int] = {}  # node pair -> links over its shortest paths
         self._io_cap = None  # route_many's per-node end capacities, made on first use
         # Per-link and per-resource figures as Python lists: a route reads a few of each.
         self._link_lat = [s.latency_s for s in specs]
@@ -757,6 +758,7 @@ class _Compiled:
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
         link_paths = self._search.all_shortest_paths(src, dst, MAX_PATHS)
+        self._walked[(src, dst)] = sum(map(len, link_paths))
         lat_of = self._link_lat.__getitem__
         if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
             lats = [sum(map(lat_of, lp)) for lp in link_paths]
@@ -787,6 +789,12 @@ class _Compiled:
         out = tuple(ids)
         self._routes[key] = out
         return out
+
+    def walked(self, src: int, dst: int) -> int:
+        """Links over all the shortest paths (up to ``MAX_PATHS`` of them) found from node ``src``
+        to node ``dst``, what finding them walked; 0 for a pair not routed yet. A property of
+        the pair, not of what was searched before: the work bound prices a search by it."""
+        return self._walked.get((src, dst), 0)
 
     def route_many(self, srcs, dsts, pairs, policy: str = "ecmp", seed: int = 0, qps: int = 1,
                    out: list | None = None, after=None) -> list:
@@ -826,7 +834,7 @@ class _Compiled:
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
 
     def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
-        routes, search = self._routes, self._search.all_shortest_paths
+        routes, search, walked = self._routes, self._search.all_shortest_paths, self._walked
         ends = self._ends
         lat_of, inline_of, cap_of = self._link_lat.__getitem__, self._link_inline.__getitem__, self._caps.__getitem__
         store = self.paths
@@ -847,6 +855,7 @@ class _Compiled:
                     after(len(out) - 1 - first, hit)
                 continue
             link_paths = search(src, dst, MAX_PATHS)
+            walked[(src, dst)] = sum(map(len, link_paths))
             lats = None
             if len(link_paths) > 1:
                 lats = [sum(map(lat_of, lp)) for lp in link_paths]
