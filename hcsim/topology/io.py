@@ -14,8 +14,14 @@ Any file either loads or fails with one :class:`~hcsim.errors.HcsimError` line n
 file and the field path (``u.yaml: params.bandwidth_GBps = 'x': a number of GB/s > 0 ...``):
 a file that is missing, a directory, larger than :data:`MAX_FILE_BYTES`, not UTF-8, not
 YAML, nested too deeply, with more than :data:`MAX_YAML_NODES` values or aliases that expand
-beyond :data:`MAX_YAML_EXPANDED` (a "billion laughs"), or with a key or value of the wrong
-type or out of range.
+beyond :data:`MAX_YAML_EXPANDED` (a "billion laughs"), larger than
+:data:`MAX_GENERAL_YAML_BYTES` and using YAML only the general reader reads, or with a key or
+value of the wrong type or out of range.
+
+Files are read straight from libyaml's events (:func:`_fast_document`: PyYAML's safe loader's
+result, about 8x faster; PyYAML's pure-Python parser where libyaml is missing), and through
+PyYAML's composer and safe constructor only for what that does not read (merge keys, explicit
+tags): every limit above is a few seconds of CPU on a loaded 2-core machine.
 """
 
 from __future__ import annotations
@@ -58,13 +64,19 @@ SCALE_PARAMETERS = {"atlas900_a2_pod": "servers", "atlas800_9000": "servers", "a
 _SCALE_INSTEAD = {"atlas800t_a2": "atlas900-a2-pod"}
 """For a one-server builder, the built-in that takes a server count instead."""
 
-MAX_FILE_BYTES = 64 << 20
-"""Largest topology file read (64 MiB)."""
+MAX_FILE_BYTES = 16 << 20
+"""Largest topology (or scenario) file read: 16 MiB. Reading is about 0.25 s per MiB of a saved
+topology and at most 3.5 s for a file at both limits (750,000 distinct numbers padded with
+comments to 20 MB), CPU on a loaded 2-core machine; the explicit file of a 1,024-server A2 pod
+is 9.3 MB and loads in 2.2 s. Larger topologies are built by a builder."""
 
-MAX_YAML_NODES = 2_000_000
-"""Most YAML values (scalars, lists, mappings) a topology file may hold: about 0.5 GB and
-20 s while it is read; :func:`save_topology` of a 2,048-server A2 pod (184,320 links) writes
-1.2 million. Larger topologies are built by a builder."""
+MAX_YAML_NODES = 750_000
+"""Most YAML values (scalars, lists, mappings, aliases) a topology file may hold: at most
+4.5 us each to read (a distinct number; 3.2 s for 750,000), about 300 MB while it is read.
+:func:`save_topology` of a 1,024-server A2 pod (46,080 links, 8,192 NPUs) writes 729,403; a
+2,048-server pod (1.2 million) or a 600-NPU full mesh (2 million) is described by its builder."""
+
+_READ_RATE = "about 4 s to read on a 2-core machine"
 
 MAX_YAML_EXPANDED = 4_000_000
 """Most values a file may hold once its aliases are expanded (a "billion laughs" file holds a
@@ -136,8 +148,8 @@ def _read_text(path: Path) -> str:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if len(data) > MAX_FILE_BYTES:
-        raise WorkLimitError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB (hcsim.topology.io.MAX_FILE_BYTES); "
-                             "describe a large topology with a builder")
+        raise WorkLimitError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB (hcsim.topology.io.MAX_FILE_BYTES, "
+                             f"{_READ_RATE}); describe a large topology with a builder")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -146,14 +158,19 @@ def _read_text(path: Path) -> str:
                           "save it as UTF-8") from None
 
 
+class _PyEventParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
+    """PyYAML's pure-Python scanner and parser (the same events as libyaml's, 4x slower)."""
+
+    def __init__(self, stream):
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+
+
 try:
     from yaml._yaml import CParser as _EventParser  # libyaml's scanner and parser: 4x faster
 except ImportError:  # pragma: no cover - PyYAML without libyaml
-    class _EventParser(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser):
-        def __init__(self, stream):
-            yaml.reader.Reader.__init__(self, stream)
-            yaml.scanner.Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
+    _EventParser = _PyEventParser
 
 
 class _Loader(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.resolver.Resolver, _EventParser):
@@ -175,7 +192,8 @@ class _Loader(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.res
     def compose_node(self, parent, index):
         self.nodes += 1
         if self.nodes > MAX_YAML_NODES:
-            raise _TooLarge(f"more than {MAX_YAML_NODES:,} values (hcsim.topology.io.MAX_YAML_NODES)")
+            raise _TooLarge(f"more than {MAX_YAML_NODES:,} values (hcsim.topology.io.MAX_YAML_NODES, {_READ_RATE}); "
+                            "describe a large topology with a builder")
         return yaml.composer.Composer.compose_node(self, parent, index)
 
     def compose_scalar_node(self, anchor):
@@ -192,6 +210,147 @@ class _Loader(yaml.composer.Composer, yaml.constructor.SafeConstructor, yaml.res
 
 class _TooLarge(Exception):
     pass
+
+
+class _General(Exception):
+    """The document uses what only the general reader (:class:`_Loader`) reads."""
+
+
+class _Scalars(yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
+    """PyYAML's safe loader's tag resolution and scalar constructors, for :func:`_fast_document`."""
+
+    def __init__(self):
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
+_MAP_TAGS = frozenset({None, "!", "tag:yaml.org,2002:map"})
+_SEQ_TAGS = frozenset({None, "!", "tag:yaml.org,2002:seq"})
+_KEY_ONLY_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
+_FAST_DEPTH = 64
+"""Deepest nesting :func:`_fast_document` builds (a topology file nests 5 deep); deeper goes to
+the general reader, which says "nested too deeply" where Python's recursion limit does."""
+
+MAX_GENERAL_YAML_BYTES = 512 << 10
+"""Largest file read by PyYAML's general reader (512 KiB, at most 2 s: 7.5 us a value, 4 s for
+a MiB of ``0,``): one with explicit tags other than ``!!map`` and ``!!seq`` (``!!omap``,
+``!!str``), merge keys (``<<``), a list or mapping as a key or nesting deeper than 64, none of
+which :func:`save_topology` writes."""
+
+
+def _fast_document(text: str):
+    """The YAML document in ``text`` (None for none), built straight from the parser's events:
+    what PyYAML's safe loader builds, several times faster (no node graph; each distinct plain
+    scalar resolved and constructed once). Counts values (MAX_YAML_NODES) and their number with
+    aliases expanded (MAX_YAML_EXPANDED) as it goes. Raises :class:`_General` for what only the
+    general reader reads (see MAX_GENERAL_YAML_BYTES)."""
+    parser = _EventParser(text)
+    try:
+        return _build(parser)
+    finally:
+        getattr(parser, "dispose", lambda: None)()
+
+
+def _build(parser):
+    events = yaml.events
+    scalar_event, alias_event = events.ScalarEvent, events.AliasEvent
+    seq_start, map_start = events.SequenceStartEvent, events.MappingStartEvent
+    seq_end, map_end = events.SequenceEndEvent, events.MappingEndEvent
+    get = parser.get_event
+    get()  # stream start
+    event = get()
+    if isinstance(event, events.StreamEndEvent):
+        return None
+    scalars = _Scalars()
+    resolve, constructors, scalar_node = scalars.resolve, scalars.yaml_constructors, yaml.ScalarNode
+    cache: dict = {}
+    anchors: dict = {}
+    opened = object()  # an anchor whose collection is still being read
+    no_key = object()
+    stack: list = []  # [container, is a mapping, pending key, expanded size, anchor]
+    nodes, root = 0, None
+    while True:
+        event = get()
+        kind = event.__class__
+        if kind is scalar_event:
+            nodes += 1
+            tag = event.tag
+            if tag is not None and tag != "!":
+                raise _General(f"the explicit tag {tag!r}")
+            key = (event.value, event.implicit[0])
+            try:
+                value = cache[key]
+            except KeyError:
+                tag = resolve(scalar_node, event.value, event.implicit)
+                if tag in _KEY_ONLY_TAGS:
+                    raise _General(f"the key {event.value!r}") from None
+                value = constructors.get(tag, constructors[None])(
+                    scalars, scalar_node(tag, event.value, None, None, style=event.style))
+                cache[key] = value
+            size = 1
+            if event.anchor is not None:
+                _anchor(anchors, event)
+                anchors[event.anchor] = (value, 1)
+        elif kind is map_start or kind is seq_start:
+            nodes += 1
+            if nodes > MAX_YAML_NODES:
+                raise _TooLarge(f"more than {MAX_YAML_NODES:,} values (hcsim.topology.io.MAX_YAML_NODES, {_READ_RATE}); "
+                            "describe a large topology with a builder")
+            if event.tag not in (_MAP_TAGS if kind is map_start else _SEQ_TAGS):
+                raise _General(f"the explicit tag {event.tag!r}")
+            if len(stack) >= _FAST_DEPTH:
+                raise _General(f"nesting deeper than {_FAST_DEPTH}")
+            if event.anchor is not None:
+                _anchor(anchors, event)
+                anchors[event.anchor] = opened
+            stack.append([{} if kind is map_start else [], kind is map_start, no_key, 1, event.anchor])
+            continue
+        elif kind is map_end or kind is seq_end:
+            value, _, _, size, anchor = stack.pop()
+            if anchor is not None:
+                anchors[anchor] = (value, size)
+        elif kind is alias_event:
+            nodes += 1
+            found = anchors.get(event.anchor)
+            if found is None:
+                raise yaml.composer.ComposerError(None, None, f"found undefined alias {event.anchor!r}",
+                                                  event.start_mark)
+            if found is opened:
+                raise _TooLarge("an alias refers to a value that contains it (a recursive structure)")
+            value, size = found
+        else:  # document end
+            break
+        if nodes > MAX_YAML_NODES:
+            raise _TooLarge(f"more than {MAX_YAML_NODES:,} values (hcsim.topology.io.MAX_YAML_NODES, {_READ_RATE}); "
+                            "describe a large topology with a builder")
+        if not stack:
+            root = value
+            continue
+        top = stack[-1]
+        top[3] += size
+        if top[3] > MAX_YAML_EXPANDED:
+            raise _TooLarge(f"its aliases expand to more than {MAX_YAML_EXPANDED:,} values "
+                            "(hcsim.topology.io.MAX_YAML_EXPANDED)")
+        if not top[1]:
+            top[0].append(value)
+        elif top[2] is no_key:
+            if isinstance(value, (list, dict)):
+                raise _General("a list or mapping as a key")
+            top[2] = value
+        else:
+            top[0][top[2]] = value
+            top[2] = no_key
+    event = get()
+    if not isinstance(event, events.StreamEndEvent):
+        raise yaml.composer.ComposerError("expected a single document in the stream", None,
+                                          "but found another document", event.start_mark)
+    return root
+
+
+def _anchor(anchors: dict, event) -> None:
+    if event.anchor in anchors:
+        raise yaml.composer.ComposerError(f"found duplicate anchor {event.anchor!r}; first occurrence", None,
+                                          "second occurrence", event.start_mark)
 
 
 def _expanded_size(root) -> int:
@@ -228,9 +387,21 @@ def _children(node) -> list:
 
 def _parse(text: str, where: str):
     """The YAML document in ``text`` (None for an empty one), or a one-line error."""
-    loader = None
     try:
-        loader = _Loader(text)
+        return _parse_with(_fast_document, text, where)
+    except _General as why:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_GENERAL_YAML_BYTES:
+            raise WorkLimitError(f"{where}: refused: {size / 2**20:.1f} MiB using {why}, which only the general "
+                                 f"YAML reader reads, at most {MAX_GENERAL_YAML_BYTES >> 10} KiB "
+                                 "(hcsim.topology.io.MAX_GENERAL_YAML_BYTES); write plain values") from None
+    return _parse_with(_general_document, text, where)
+
+
+def _general_document(text: str):
+    """The YAML document in ``text`` through PyYAML's composer and safe constructor."""
+    loader = _Loader(text)
+    try:
         node = loader.get_single_node()
         if node is None:
             return None
@@ -238,6 +409,14 @@ def _parse(text: str, where: str):
             raise _TooLarge(f"its aliases expand to more than {MAX_YAML_EXPANDED:,} values "
                             "(hcsim.topology.io.MAX_YAML_EXPANDED)")
         return loader.construct_document(node)
+    finally:
+        getattr(loader, "dispose", lambda: None)()
+
+
+def _parse_with(read, text: str, where: str):
+    """``read(text)``, its errors as one line naming ``where``."""
+    try:
+        return read(text)
     except _TooLarge as exc:
         raise WorkLimitError(f"{where}: refused: {exc}") from None
     except yaml.MarkedYAMLError as exc:
@@ -253,9 +432,6 @@ def _parse(text: str, where: str):
         raise WorkLimitError(f"{where}: refused: too large to read") from None
     except (ValueError, TypeError, OverflowError, AttributeError) as exc:  # a date 2001-02-30, a 5,000-digit int
         raise ConfigError(f"{where}: not valid YAML (a value cannot be read: {str(exc)[:80]})") from None
-    finally:
-        if loader is not None:
-            getattr(loader, "dispose", lambda: None)()
 
 
 def read_topology_file(source) -> tuple[dict | None, str]:
@@ -635,6 +811,7 @@ def _explicit(topo: Topology, doc: dict) -> None:
     if len(npus) > MAX_NPUS or len(npus) + len(nodes) > MAX_NODES or len(links) > MAX_LINKS:
         raise WorkLimitError(f"npus, nodes, links = {len(npus):,}, {len(nodes):,}, {len(links):,} entries: at most "
                              f"{MAX_NPUS:,} NPUs, {MAX_NODES:,} nodes in all and {MAX_LINKS:,} links (hcsim.limits)")
+    computes: dict = {}
     for i, n in enumerate(npus):
         w = f"npus[{i}]"
         n = _mapping(w, n, _NPU_KEYS, none_ok=False)
@@ -647,7 +824,7 @@ def _explicit(topo: Topology, doc: dict) -> None:
             if value is not None or (key == "reduce" and f"{key}_GBps" in n):  # null: no limit (reduce: a number)
                 kw[f"{key}_Bps"] = _gbps(f"{w}.{key}_GBps", value, allow_inf=key == "reduce")
         if n.get("compute") is not None:
-            kw["compute"] = _at(w, ComputeSpec.from_dict, n["compute"])
+            kw["compute"] = _once(computes, n["compute"], lambda w=w, n=n: _at(w, ComputeSpec.from_dict, n["compute"]))
         _at(w, topo.add_npu, _label(f"{w}.name", n["name"]), _at(w, NpuSpec, **kw))
     for i, n in enumerate(nodes):
         w = f"nodes[{i}]"
@@ -659,16 +836,20 @@ def _explicit(topo: Topology, doc: dict) -> None:
             raise _bad(f"{w}.kind", kind, "one of switch, nic, pcie (NPUs go under 'npus')")
         _at(w, topo.add_node, _label(f"{w}.name", n["name"]), kind)
     directed = 0
+    specs: dict = {}
     for i, link in enumerate(links):
         w = f"links[{i}]"
         link = _mapping(w, link, _LINK_KEYS, none_ok=False)
         for k in ("src", "dst", "bandwidth_GBps"):
             if k not in link:
                 raise ConfigError(f"{w}: missing key {k!r}")
-        spec = _at(w, LinkSpec, _gbps(f"{w}.bandwidth_GBps", link["bandwidth_GBps"]),
-                   _us(f"{w}.latency_us", link.get("latency_us", 0.0)),
-                   _one_of(f"{w}.tier", link.get("tier", "generic"), LINK_TIERS),
-                   _bool(f"{w}.inline_reduce", link.get("inline_reduce", False)))
+        figures = (link["bandwidth_GBps"], link.get("latency_us", 0.0), link.get("tier", "generic"),
+                   link.get("inline_reduce", False))
+        spec = _once(specs, figures, lambda w=w, link=link: _at(
+            w, LinkSpec, _gbps(f"{w}.bandwidth_GBps", link["bandwidth_GBps"]),
+            _us(f"{w}.latency_us", link.get("latency_us", 0.0)),
+            _one_of(f"{w}.tier", link.get("tier", "generic"), LINK_TIERS),
+            _bool(f"{w}.inline_reduce", link.get("inline_reduce", False))))
         both = _bool(f"{w}.bidirectional", link.get("bidirectional", True))
         directed += 2 if both else 1
         if directed > MAX_LINKS:
@@ -676,6 +857,30 @@ def _explicit(topo: Topology, doc: dict) -> None:
         _at(w, topo.add_link, _label(f"{w}.src", link["src"]), _label(f"{w}.dst", link["dst"]), spec, both)
     if topo.num_npus < 1:
         raise ConfigError("npus: at least one NPU is needed")
+
+
+def _once(made: dict, figures, make):
+    """``make()``, made once for equal ``figures`` (values read from a file, compared with their
+    types: ``1`` and ``True`` differ) and shared: the specs it makes are frozen, as a builder
+    shares one spec among its links. A spec is checked when first made, so an error names the
+    first entry that has it."""
+    try:
+        key = _frozen(figures)
+        return made[key]
+    except KeyError:
+        made[key] = spec = make()
+        return spec
+    except (TypeError, RecursionError):  # unhashable or self-containing: made each time
+        return make()
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return dict, tuple((_frozen(k), _frozen(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return type(value), tuple(_frozen(v) for v in value)
+    hash(value)
+    return type(value), value
 
 
 def _at(w: str, fn, *args, **kwargs):
@@ -780,6 +985,13 @@ def save_topology(topo: Topology, path) -> Path:
         raise bad_value("path", _brief(path), "a file path")
     path = Path(path)
     doc = topo.to_dict()
+    defaults = doc.get("defaults")
+    if isinstance(defaults, dict):  # Topology.to_dict leaves the expansion modes out: read back, HOST
+        if topo.defaults.expansion_mode != ExecutionDefaults().expansion_mode:
+            defaults["expansion_mode"] = topo.defaults.expansion_mode
+        if topo.defaults.other_modes:
+            defaults["modes"] = {mode: {"step_overhead_us": step * 1e6, "launch_overhead_us": launch * 1e6}
+                                 for mode, step, launch in topo.defaults.other_modes}
     for npu in doc.get("npus", ()):  # each NPU's compute section (Topology.to_dict leaves it out)
         spec = topo.npu_spec(npu["name"])
         if spec.compute is not None:
