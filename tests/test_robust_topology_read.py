@@ -184,7 +184,7 @@ def test_a_bad_link_is_named_even_when_its_figures_were_read_before(tmp_path):
 
 
 def test_the_limits_read_in_a_few_seconds_and_say_so(tmp_path):
-    assert io.MAX_FILE_BYTES == 16 << 20 and io.MAX_YAML_NODES == 750_000
+    assert io.MAX_FILE_BYTES == 16 << 20 and io.MAX_YAML_NODES == 1_000_000 and io.MAX_YAML_TYPED == 100_000
     assert io.MAX_GENERAL_YAML_BYTES == 512 << 10
     path = tmp_path / "big.yaml"
     path.write_text("name: x\n# " + "x" * (16 << 20) + "\n")

@@ -27,6 +27,7 @@ tags): every limit above is a few seconds of CPU on a loaded 2-core machine.
 from __future__ import annotations
 
 import difflib
+import gc
 import inspect
 import math
 import numbers
@@ -66,16 +67,17 @@ _SCALE_INSTEAD = {"atlas800t_a2": "atlas900-a2-pod"}
 """For a one-server builder, the built-in that takes a server count instead."""
 
 MAX_FILE_BYTES = 16 << 20
-"""Largest topology (or scenario) file read: 16 MiB. Reading is about 0.25 s per MiB of a saved
-topology and at most 3.5 s for a file at both limits (750,000 distinct numbers padded with
-comments to 20 MB), CPU on a loaded 2-core machine; the explicit file of a 1,024-server A2 pod
-is 9.3 MB and loads in 2.2 s. Larger topologies are built by a builder."""
+"""Largest topology (or scenario) file read: 16 MiB. Reading a saved topology takes about 0.4 s
+per MiB (CPU on a loaded 2-core machine, parsing and building): the 5.6 MB file of a
+1,024-server A2 pod loads in 2.2 s; a file at both limits (a million distinct names padded to
+16 MiB) is parsed in about 4 s. Larger topologies are built by a builder."""
 
-MAX_YAML_NODES = 750_000
-"""Most YAML values (scalars, lists, mappings, aliases) a topology file may hold: at most
-4.5 us each to read (a distinct number; 3.2 s for 750,000), about 300 MB while it is read.
-:func:`save_topology` of a 1,024-server A2 pod (46,080 links, 8,192 NPUs) writes 729,403; a
-2,048-server pod (1.2 million) or a 600-NPU full mesh (2 million) is described by its builder."""
+MAX_YAML_NODES = 1_000_000
+"""Most YAML values (scalars, lists, mappings, aliases) a topology file may hold: about 3.5 us
+each at worst to read (a million distinct names that an implicit type's pattern must rule out,
+``n0, n1, ...``: 3.3 s), about 250 MB while it is read. :func:`save_topology` of a 1,024-server
+A2 pod (46,080 links, 8,192 NPUs with their compute) writes 876,859; a 2,048-server pod (1.5
+million) or a 600-NPU full mesh (2 million) is described by its builder."""
 
 _READ_RATE = "about 4 s to read on a 2-core machine"
 
@@ -228,6 +230,17 @@ class _Scalars(yaml.constructor.SafeConstructor, yaml.resolver.Resolver):
 _MAP_TAGS = frozenset({None, "!", "tag:yaml.org,2002:map"})
 _SEQ_TAGS = frozenset({None, "!", "tag:yaml.org,2002:seq"})
 _KEY_ONLY_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
+_SIMPLE_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")
+"""A plain scalar YAML 1.1 reads as this decimal int (no sign +, underscore, base or colon)."""
+_SIMPLE_FLOAT = re.compile(r"-?[0-9]{1,18}\.[0-9]{0,18}(?:[eE][-+][0-9]{1,4})?")
+"""A plain scalar YAML 1.1 reads as ``float(text)`` (no sign +, underscore or colon)."""
+_STR_TAG = "tag:yaml.org,2002:str"
+MAX_YAML_TYPED = 100_000
+"""Most distinct scalars a file may hold that are neither text nor plain decimal numbers (dates,
+``0x1f``, ``1:30``, ``.inf``, ``yes``...): up to 9 us each to read (a timestamp), 0.9 s for
+100,000; a saved topology holds a handful."""
+
+
 _FAST_DEPTH = 64
 """Deepest nesting :func:`_fast_document` builds (a topology file nests 5 deep); deeper goes to
 the general reader, which says "nested too deeply" where Python's recursion limit does."""
@@ -246,9 +259,13 @@ def _fast_document(text: str):
     aliases expanded (MAX_YAML_EXPANDED) as it goes. Raises :class:`_General` for what only the
     general reader reads (see MAX_GENERAL_YAML_BYTES)."""
     parser = _EventParser(text)
+    collecting = gc.isenabled()
+    gc.disable()  # a million new containers and keys, none in a cycle: the collector would walk them again and again
     try:
         return _build(parser)
     finally:
+        if collecting:
+            gc.enable()
         getattr(parser, "dispose", lambda: None)()
 
 
@@ -264,30 +281,51 @@ def _build(parser):
         return None
     scalars = _Scalars()
     resolve, constructors, scalar_node = scalars.resolve, scalars.yaml_constructors, yaml.ScalarNode
+    implicit = scalars.yaml_implicit_resolvers
+    first_chars = frozenset(implicit)
+    if None in first_chars or scalars.yaml_path_resolvers:  # pragma: no cover - none by default
+        raise _General("a resolver for any first character")
     cache: dict = {}
     anchors: dict = {}
     opened = object()  # an anchor whose collection is still being read
     no_key = object()
     stack: list = []  # [container, is a mapping, pending key, expanded size, anchor]
-    nodes, root = 0, None
+    nodes, typed, root = 0, 0, None
     while True:
         event = get()
         kind = event.__class__
         if kind is scalar_event:
             nodes += 1
-            tag = event.tag
-            if tag is not None and tag != "!":
+            tag, value, plain = event.tag, event.value, event.implicit[0]
+            if tag is None and (not plain or value[:1] not in first_chars):
+                pass  # a string: quoted, or no implicit type starts with its first character
+            elif tag is None and _SIMPLE_INT.fullmatch(value):
+                value = int(value)
+            elif tag is None and _SIMPLE_FLOAT.fullmatch(value):
+                value = float(value)
+            elif tag is not None and tag != "!":
                 raise _General(f"the explicit tag {tag!r}")
-            key = (event.value, event.implicit[0])
-            try:
-                value = cache[key]
-            except KeyError:
-                tag = resolve(scalar_node, event.value, event.implicit)
-                if tag in _KEY_ONLY_TAGS:
-                    raise _General(f"the key {event.value!r}") from None
-                value = constructors.get(tag, constructors[None])(
-                    scalars, scalar_node(tag, event.value, None, None, style=event.style))
-                cache[key] = value
+            else:
+                key = (value, plain)
+                try:
+                    value = cache[key]
+                except KeyError:
+                    if plain and tag is None:  # Resolver.resolve for a plain scalar, without its calls
+                        tag = next((t for t, pattern in implicit.get(value[:1], ()) if pattern.match(value)),
+                                   _STR_TAG)
+                    else:
+                        tag = resolve(scalar_node, value, event.implicit)
+                    if tag in _KEY_ONLY_TAGS:
+                        raise _General(f"the key {value!r}") from None
+                    if tag != _STR_TAG:
+                        typed += 1
+                        if typed > MAX_YAML_TYPED:
+                            raise _TooLarge(f"more than {MAX_YAML_TYPED:,} distinct values other than text and "
+                                            "plain decimal numbers (dates, hex, octal or sexagesimal numbers...; "
+                                            f"hcsim.topology.io.MAX_YAML_TYPED, {_READ_RATE})") from None
+                        value = constructors.get(tag, constructors[None])(
+                            scalars, scalar_node(tag, value, None, None, style=event.style))
+                    cache[key] = value
             size = 1
             if event.anchor is not None:
                 _anchor(anchors, event)
@@ -973,7 +1011,6 @@ def _values(doc) -> int:
 
 _LISTS = ("npus", "nodes", "links")
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
-_STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _Multiline(Exception):
@@ -984,7 +1021,8 @@ def _dump(doc: dict) -> str:
     """YAML text of a topology document that reads back as ``doc``: the head (name, defaults,
     provenance...) by libyaml's emitter, then each entry of ``npus``, ``nodes`` and ``links`` as
     one flow mapping a line, each distinct value written once (as the emitter writes it in a
-    flow sequence; a plain name as it is). 10x faster than dumping the whole document (5.8 s for
+    flow sequence; a plain name as it is; a mapping, an NPU's compute, once and then as an
+    alias). 10x faster than dumping the whole document (5.8 s for
     a 1,024-server A2 pod); a value the emitter would write on several lines has it dump the
     whole document instead."""
     if not all(isinstance(doc.get(k, []), list) and all(isinstance(e, dict) for e in doc.get(k, []))
@@ -1012,9 +1050,14 @@ def _dump(doc: dict) -> str:
         dumped = yaml.dump([value], Dumper=_Dumper, default_flow_style=True, width=1 << 30)
         if "\n" in dumped[:-1] or not (dumped.startswith("[") and dumped.endswith("]\n")):
             raise _Multiline
+        dumped = dumped[1:-2]
+        if key is not None and isinstance(value, dict):  # an NPU's compute: written once, then an alias
+            anchor = f"v{len(written)}"
+            written[key] = f"*{anchor}"
+            return f"&{anchor} {dumped}"
         if key is not None:
-            written[key] = dumped[1:-2]
-        return dumped[1:-2]
+            written[key] = dumped
+        return dumped
 
     try:
         for key in _LISTS:
