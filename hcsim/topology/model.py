@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
+import sys
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -645,6 +647,58 @@ def _check_graph(topo) -> list:
     return npus
 
 
+COMPILED_SEARCH_PAIRS = 256
+"""A :meth:`_Compiled.route_many` call with at least this many node pairs not routed yet searches
+them with the compiled search (:mod:`hcsim.topology._search_kernel`, numba: ``hcsim[fast]``;
+``HCSIM_NO_NUMBA=1``: never), the same paths in the same order as the Python search
+(about 10-30 us a pair on a pod, the compiled one 1-6 us)."""
+
+COLD_SEARCH_PAIRS = 16384
+"""In a process that has not imported numba yet, the compiled search waits for a call with this
+many pairs: numba's start-up (about 0.3 s) costs what the Python search of about as many does."""
+
+_SEARCH = None  # the compiled search: None not looked for yet, False unavailable
+
+
+def _compiled_search(pairs: int) -> bool:
+    """Whether :func:`~hcsim.topology._search_kernel.search_many` is in use for ``pairs`` pairs
+    (loaded into ``_SEARCH`` on first use)."""
+    global _SEARCH
+    if _SEARCH is None:
+        if os.environ.get("HCSIM_NO_NUMBA"):
+            _SEARCH = False
+        elif pairs < COLD_SEARCH_PAIRS and "numba" not in sys.modules:
+            return False
+        else:
+            try:
+                from ._search_kernel import search_many
+            except ImportError:
+                _SEARCH = False
+            else:
+                _SEARCH = search_many
+    return _SEARCH is not False
+
+
+def warm_search() -> bool:
+    """Compile the compiled search now (numba keeps it in its cache, as
+    :func:`hcsim.engine.fairshare.warm_kernels` does the max-min kernels, which calls this);
+    returns whether it is in use."""
+    if not _compiled_search(COLD_SEARCH_PAIRS):
+        return False
+    adj = [[(1, 0)], [(0, 1)]]
+    _SEARCH(*_csr(adj), *_csr([[(1, 1)], [(0, 0)]]), np.array([0]), np.array([1]), MAX_PATHS)
+    return True
+
+
+def _csr(adj) -> tuple:
+    """``(ptr, neighbour, link)`` arrays of adjacency lists ``[[(neighbour, link), ...], ...]``."""
+    ptr = np.zeros(len(adj) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in adj], out=ptr[1:])
+    flat = [way for a in adj for way in a]
+    ways = np.array(flat, dtype=np.int64).reshape(len(flat), 2)
+    return ptr, ways[:, 0].copy(), ways[:, 1].copy()
+
+
 _PAUSE_LINKS = 16384
 """Compiling a graph of at least this many links pauses the cyclic collector (after one full
 collection: :func:`~hcsim.topology.routing.collector_paused`)."""
@@ -729,6 +783,7 @@ class _Compiled:
         self._search = SearchCache(self.out_adj, self.in_adj)
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
         self._io_cap = None  # route_many's per-node end capacities, made on first use
+        self._csr = None  # the adjacency as CSR arrays (out, then in), for the compiled search
         # Per-link and per-resource figures as Python lists: a route reads a few of each.
         self._link_lat = [s.latency_s for s in specs]
         self._link_inline = [s.inline_reduce for s in specs]
@@ -825,8 +880,37 @@ class _Compiled:
         with collector_paused():  # tens of thousands of tuples and lists, none in a cycle
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
 
+    def _searched(self, srcs, dsts, pairs, policy, seed, qps):
+        """``search(src, dst, max_paths)`` giving :meth:`SearchCache.all_shortest_paths`'s paths:
+        for :meth:`route_many`'s pairs not routed yet, when there are enough of them and the
+        compiled search (:mod:`hcsim.topology._search_kernel`) is in use, its paths, searched for
+        all of them in one call; else (and for any other pair) the Python search's."""
+        python = self._search.all_shortest_paths
+        if len(srcs) < COMPILED_SEARCH_PAIRS or not _compiled_search(len(srcs)):
+            return python
+        routes = self._routes
+        todo: dict = {}
+        for src, dst, pair in zip(srcs, dsts, pairs, strict=True):
+            if (src, dst) not in todo and (src, dst, policy, seed, qps, pair) not in routes:
+                todo[(src, dst)] = len(todo)
+        if len(todo) < COMPILED_SEARCH_PAIRS:
+            return python
+        if self._csr is None:
+            self._csr = tuple(a for adj in (self.out_adj, self.in_adj) for a in _csr(adj))
+        ends = np.array(list(todo), dtype=np.int64)
+        pair_ptr, path_ptr, links = _SEARCH(*self._csr, ends[:, 0].copy(), ends[:, 1].copy(), MAX_PATHS)
+        pair_ptr, path_ptr, links = pair_ptr.tolist(), path_ptr.tolist(), links.tolist()
+
+        def search(src, dst, max_paths):
+            k = todo.get((src, dst))
+            if k is None or max_paths != MAX_PATHS:
+                return python(src, dst, max_paths)
+            return [links[path_ptr[q]:path_ptr[q + 1]] for q in range(pair_ptr[k], pair_ptr[k + 1])]
+        return search
+
     def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
-        routes, search = self._routes, self._search.all_shortest_paths
+        routes = self._routes
+        search = self._searched(srcs, dsts, pairs, policy, seed, qps)
         ends = self._ends
         lat_of, inline_of, cap_of = self._link_lat.__getitem__, self._link_inline.__getitem__, self._caps.__getitem__
         store = self.paths
