@@ -1,6 +1,8 @@
 """The compiled search (``hcsim.topology._search_kernel``) gives the Python search's paths, in its
 order, pair by pair; and ``route_many`` with it gives what it gives without it."""
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,6 +15,15 @@ from tests.test_route_many import OPTIONS, _store
 from tests.test_routing_structure import KINDS, random_topology
 
 kernel = pytest.importorskip("hcsim.topology._search_kernel")
+
+
+@contextlib.contextmanager
+def _forced():
+    """Every route_many call on the compiled search (from one new pair on)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(model, "COMPILED_SEARCH_PAIRS", 1)
+        mp.setattr(model, "COLD_SEARCH_PAIRS", 1)
+        yield
 
 
 def _search(net, srcs, dsts, max_paths=MAX_PATHS):
@@ -57,9 +68,7 @@ def test_compiled_search_on_a_pod_with_every_kind_of_pair():
 def test_route_many_with_the_compiled_search_equals_route(seed, kind):
     """Every route_many call searches compiled (from one pair on): the same ids and store as
     ``route`` pair by pair, the unreachable pair refused where route() refuses it."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(model, "COMPILED_SEARCH_PAIRS", 1)
-        mp.setattr(model, "COLD_SEARCH_PAIRS", 1)
+    with _forced():
         _compare_compiled(seed, kind)
 
 
@@ -91,3 +100,32 @@ def _compare_compiled(seed, kind):
         assert _store(many) == _store(one)
         if err is not None:
             return
+
+
+@pytest.mark.parametrize("stop", [0, 5, 17, 40])
+def test_compiled_route_many_stops_where_after_raises(stop):
+    """A work bound raising after pair k: pairs 0..k routed, the store as route() left it, also
+    when later pairs repeat earlier ones and some were routed before the call."""
+    topo = load_topology("atlas900-a2-pod", servers=4, servers_per_leaf=2, spines=2)
+    one, many = topo.compiled(), load_topology("atlas900-a2-pod", servers=4, servers_per_leaf=2, spines=2).compiled()
+    n = topo.num_npus
+    pairs = [(s, d) for s in range(n) for d in range(n) if s != d and (s + d) % 3 == 0]
+    pairs = pairs[:30] + pairs[:10] + pairs[30:]
+    for s, d in pairs[3:6]:
+        one.route(s, d)
+    many.route_many([s for s, _ in pairs[3:6]], [d for _, d in pairs[3:6]], [False] * 3)
+    want = [one.route(s, d) for s, d in pairs[:stop + 1]]
+
+    def after(k, ids):
+        if k == stop:
+            raise RuntimeError("bound")
+
+    got = [("kept",)]
+    with _forced():
+        with pytest.raises(RuntimeError, match="bound"):
+            many.route_many([s for s, _ in pairs], [d for _, d in pairs], [False] * len(pairs), out=got, after=after)
+        assert got == [("kept",)] + want
+        assert _store(many) == _store(one)
+        rest = [one.route(s, d) for s, d in pairs]  # and routing goes on from there as it would have
+        assert many.route_many([s for s, _ in pairs], [d for _, d in pairs], [False] * len(pairs)) == rest
+        assert _store(many) == _store(one)
