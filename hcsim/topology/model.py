@@ -725,22 +725,27 @@ def _ecmp_many(src: np.ndarray, dst: np.ndarray, n_paths: np.ndarray, seed: int)
 class _Found:
     """What :meth:`_Compiled._search_new` found: the route keys of a :meth:`_Compiled.route_many`
     call (``keys``, one per pair), those not made yet (``new``, in order of first appearance),
-    the node pairs searched (``todo``: (src, dst) -> its place) and their paths as the compiled
-    search gives them (pair k's paths ``pair_ptr[k]:pair_ptr[k + 1]``, path q's links
-    ``links[path_ptr[q]:path_ptr[q + 1]]``)."""
+    and the paths the compiled search gave for each of these, in that order (new route k's
+    paths ``pair_ptr[k]:pair_ptr[k + 1]``, path q's links ``links[path_ptr[q]:path_ptr[q + 1]]``)."""
 
     keys: list
     new: dict
-    todo: dict
     pair_ptr: np.ndarray
     path_ptr: np.ndarray
     links: np.ndarray
 
+    def ends(self) -> tuple:
+        """The new routes' source and destination nodes (int64 arrays)."""
+        src, dst = list(zip(*self.new, strict=True))[:2]
+        return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+
     def search(self, python):
         """``search(src, dst, max_paths)``: these paths as lists of links for the pairs searched,
         ``python(src, dst, max_paths)`` for any other."""
-        todo, flat = self.todo, self.links.tolist()
-        pair_ptr, path_ptr = self.pair_ptr.tolist(), self.path_ptr.tolist()
+        todo = {}
+        for k, key in enumerate(self.new):
+            todo.setdefault(key[:2], k)
+        flat, pair_ptr, path_ptr = self.links.tolist(), self.pair_ptr.tolist(), self.path_ptr.tolist()
 
         def search(src, dst, max_paths):
             k = todo.get((src, dst))
@@ -947,16 +952,14 @@ class _Compiled:
         routes, same = self._routes, itertools.repeat
         keys = list(zip(srcs, dsts, same(policy), same(seed), same(qps), pairs, strict=False))  # (lengths checked)
         new = dict.fromkeys(key for key in keys if key not in routes)  # in order of first appearance
-        todo = {key[:2]: None for key in new}
-        if len(todo) < COMPILED_SEARCH_PAIRS:
+        if len(new) < COMPILED_SEARCH_PAIRS:
             return None
         if self._csr is None:
             self._csr = tuple(a for adj in (self.out_adj, self.in_adj) for a in _csr(adj))
-        ends = np.array(list(todo), dtype=np.int64)
-        pair_ptr, path_ptr, links = _SEARCH(*self._csr, ends[:, 0].copy(), ends[:, 1].copy(), MAX_PATHS)
-        for k, pair in enumerate(todo):
-            todo[pair] = k
-        return _Found(keys, new, todo, pair_ptr, path_ptr, links)
+        src, dst = list(zip(*new, strict=True))[:2]  # (a pair new under both exchange flags: searched twice)
+        pair_ptr, path_ptr, links = _SEARCH(*self._csr, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                                            MAX_PATHS)
+        return _Found(keys, new, pair_ptr, path_ptr, links)
 
     def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
         routes = self._routes
@@ -1049,18 +1052,17 @@ class _Compiled:
         of its resources' capacities and its inline flag whether every link reduces inline
         (exact in any grouping). If ``after`` raises after pair k, the routes first made after
         pair k are taken back out of the store, as the loop would never have made them."""
-        keys, new, todo, pair_ptr, path_ptr = found.keys, found.new, found.todo, found.pair_ptr, found.path_ptr
-        k_new = np.array([todo[key[:2]] for key in new], dtype=np.int64)
-        counts = pair_ptr[k_new + 1] - pair_ptr[k_new]
+        keys, new, pair_ptr, path_ptr = found.keys, found.new, found.pair_ptr, found.path_ptr
+        counts = np.diff(pair_ptr)  # new route j searched as pair j
         if not counts.all():
             return False
-        chosen, lats, per_key = self._choose(new, k_new, counts, found)
+        chosen, lats, per_key = self._choose(new, counts, found)
         starts = np.zeros(len(new) + 1, dtype=np.int64)
         np.cumsum(per_key, out=starts[1:])
         n_links = path_ptr[chosen + 1] - path_ptr[chosen]
         links = found.links[_rows_of(path_ptr[chosen], n_links)]
-        src = np.repeat(np.array([key[0] for key in new], dtype=np.int64), np.diff(starts))
-        dst = np.repeat(np.array([key[1] for key in new], dtype=np.int64), np.diff(starts))
+        src, dst = found.ends()
+        src, dst = np.repeat(src, per_key), np.repeat(dst, per_key)
         if self._io_arrays is None:  # per node: its injection and ejection resource (-1: none) and capacity
             tx = np.array([self.tx_res.get(n, -1) for n in range(len(self.node_names))], dtype=np.int64)
             rx = np.array([self.rx_res.get(n, -1) for n in range(len(self.node_names))], dtype=np.int64)
@@ -1115,7 +1117,7 @@ class _Compiled:
             raise
         return True
 
-    def _choose(self, new, k_new, counts, found):
+    def _choose(self, new, counts, found):
         """The paths the routes ``new`` keep (path positions in ``found``, in route order), their
         latencies (Python floats, as :meth:`_route_many` sums them) and how many each route
         keeps: of a pair's paths, those within ``1e-12`` of the lowest latency, of which ECMP
@@ -1123,8 +1125,7 @@ class _Compiled:
 
         A path's latency is Python's ``sum`` of its links' latencies in order, a function of that
         sequence alone: it is summed once per distinct sequence (a fabric has few)."""
-        first = found.pair_ptr[k_new]
-        cand = _rows_of(first, counts)  # every path of every new route, route by route
+        cand = _rows_of(found.pair_ptr[:-1], counts)  # every path of every new route, route by route
         lat = self._latencies(cand, found)
         key_of = np.repeat(np.arange(len(new)), counts)
         best = np.minimum.reduceat(lat, np.cumsum(counts) - counts)
@@ -1136,8 +1137,7 @@ class _Compiled:
             return cand, lat.tolist(), n_kept
         # ECMP: route j keeps its ecmp_index-th path (one per queue pair) when it has several
         start = np.cumsum(n_kept) - n_kept
-        src = np.array([key[0] for key in new], dtype=np.uint64)
-        dst = np.array([key[1] for key in new], dtype=np.uint64)
+        src, dst = (a.astype(np.uint64) for a in found.ends())
         several = n_kept > 1
         if qps == 1:
             off = np.where(several, _ecmp_many(src, dst, n_kept, seed), 0)
