@@ -558,7 +558,8 @@ def drain_due(x, near, s_end, s_near, s_active, s_path, s_run, s_step, s_local, 
     path-matrix row, the padding's entry then zeroed), their drain time infinite, inactive, out
     of the near set, their slots freed (``free[n_free:]``). With ``check_hot``, whether one of
     them crossed a hot resource (``res_demand > hot_at`` before the subtraction). Returns
-    ``(done, rest, crossed_hot, n_free, runs, steps, locals)``, the last three the done flows'."""
+    ``(done, rest, crossed_hot, n_free, runs, steps, locals, earliest)``: the done flows' runs,
+    steps and local indexes, and the earliest drain time in ``rest``."""
     n_due = 0
     for i in range(near.size):
         if s_end[near[i]] <= x:
@@ -566,6 +567,7 @@ def drain_due(x, near, s_end, s_near, s_active, s_path, s_run, s_step, s_local, 
     done = np.empty(n_due, dtype=np.int64)
     rest = np.empty(near.size - n_due, dtype=np.int64)
     a = b = 0
+    earliest = np.inf
     for i in range(near.size):
         s = near[i]
         if s_end[s] <= x:
@@ -574,6 +576,8 @@ def drain_due(x, near, s_end, s_near, s_active, s_path, s_run, s_step, s_local, 
         else:
             rest[b] = s
             b += 1
+            if s_end[s] < earliest:
+                earliest = s_end[s]
     done.sort()
     width = path_mat.shape[1]
     crossed = False
@@ -602,7 +606,7 @@ def drain_due(x, near, s_end, s_near, s_active, s_path, s_run, s_step, s_local, 
         runs[i] = s_run[done[i]]
         steps[i] = s_step[done[i]]
         local[i] = s_local[done[i]]
-    return done, rest, crossed, n_free + n_due, runs, steps, local
+    return done, rest, crossed, n_free + n_due, runs, steps, local, earliest
 
 
 @njit(cache=True)
@@ -658,3 +662,29 @@ def start_flows(slots, run, k, tr, paths, nbytes, now, path_mat, path_bw, big, r
                 n_near += 1
     return hot, earliest, near[:n_near]
 
+
+@njit(cache=True)
+def set_rates(slots, rates, now, s_rate, s_rem, s_t0, s_end, s_near, near_t):  # pragma: no cover - compiled
+    """``Fabric._set_rates``: flows ``slots`` run at ``rates`` from ``now``; those whose rate
+    changed keep what they have left (``rem - rate * (now - t0)``) and get a new drain time
+    (``now + rem / rate``). Returns whether any changed and those now due by ``near_t`` that
+    were not in the near set (``s_near`` set for them), in the order of ``slots``."""
+    near = np.empty(slots.size, dtype=np.int64)
+    n_near = 0
+    changed = False
+    for i in range(slots.size):
+        s = slots[i]
+        new = rates[i]
+        if new != s_rate[s]:
+            changed = True
+            rem = s_rem[s] - s_rate[s] * (now - s_t0[s])
+            s_rem[s] = rem
+            s_t0[s] = now
+            s_rate[s] = new
+            end = now + rem / new
+            s_end[s] = end
+            if end <= near_t and not s_near[s]:
+                s_near[s] = True
+                near[n_near] = s
+                n_near += 1
+    return changed, near[:n_near]

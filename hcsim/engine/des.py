@@ -648,14 +648,17 @@ class Fabric:
             self._rebuild_near(x)
         near = self._near
         if self._book is not None:  # the same, compiled
-            done, self._near, crossed, self.n_free, d_runs, d_steps, d_local = self._book.drain_due(
+            done, self._near, crossed, self.n_free, d_runs, d_steps, d_local, earliest = self._book.drain_due(
                 float(x), near, self.s_end, self.s_near, self.s_active, self.s_path, self.s_run, self.s_step,
                 self.s_local, self._path_mat, self._path_bw, _BIG_Bps, self.res_demand, self._hot_Bps, self.pad,
                 self.free, self.n_free, not self._need_full)
             if not done.size:
                 return
             self._need_full = self._need_full or crossed
-            self._ends_dirty = True
+            if earliest <= self._near_T:  # the earliest drain time left (what next_time would find)
+                self._min_end = earliest
+            else:
+                self._ends_dirty = True
             if self._hot is not None:
                 self._hot_drained.append(done)
             self._dispatch(d_runs, d_steps, d_local, now)
@@ -783,6 +786,15 @@ class Fabric:
     def _set_rates(self, active, rates, now):
         """Flows ``active`` run at ``rates`` from ``now``: only those whose rate changed get a
         new drain time."""
+        if self._book is not None:  # the same, compiled
+            changed, near = self._book.set_rates(active, rates, float(now), self.s_rate, self.s_rem, self.s_t0,
+                                                 self.s_end, self.s_near, self._near_T)
+            if changed:
+                self._ends_dirty = True
+                if near.size:
+                    self._near = np.concatenate([self._near, near])
+            self._need_full = False
+            return
         sel = rates != self.s_rate[active]
         changed, new = active[sel], rates[sel]
         if changed.size:
