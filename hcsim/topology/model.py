@@ -687,7 +687,8 @@ def warm_search() -> bool:
     if not _compiled_search(COLD_SEARCH_PAIRS):
         return False
     adj = [[(1, 0)], [(0, 1)]]
-    _SEARCH(*_csr(adj), *_csr([[(1, 1)], [(0, 0)]]), np.array([0]), np.array([1]), MAX_PATHS)
+    _SEARCH(*_csr(adj), *_csr([[(1, 1)], [(0, 0)]]), np.array([0], dtype=np.int64), np.array([1], dtype=np.int64),
+            MAX_PATHS)
     return True
 
 
@@ -839,7 +840,7 @@ class _Compiled:
                 caps.append(d["spec"].exchange_Bps)
         self.capacity_Bps = np.asarray(caps, dtype=float)
         self.paths = PathStore()
-        self._search = SearchCache(self.out_adj, self.in_adj)
+        self._search_cache = None  # the Python search's per-node layers (SearchCache), made on first use
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
         self._io_cap = None  # route_many's per-node end capacities, made on first use
         self._csr = None  # the adjacency as CSR arrays (out, then in), for the compiled search
@@ -853,6 +854,14 @@ class _Compiled:
         self._ends = [tuple([table[n]] if n in table else []
                             for table in (self.tx_res, self.rx_res, self.engine_res, self.exchange_res))
                       for n in range(len(self.node_names))]
+
+    @property
+    def _search(self) -> SearchCache:
+        """The Python search (:class:`~hcsim.topology.routing.SearchCache`), made on first use: a
+        run whose pairs all go to the compiled search never needs its per-node tables."""
+        if self._search_cache is None:
+            self._search_cache = SearchCache(self.out_adj, self.in_adj)
+        return self._search_cache
 
     def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
               pair: bool = False) -> tuple[int, ...]:
