@@ -539,3 +539,152 @@ def hot_max_min_kernel(path_mat, paths, hot, capacity, bw, bw_class, class_bw, l
     rates, n, _ = hot_build(path_mat, np.arange(paths.size, dtype=np.int64), paths, hot, capacity, bw, bw_class,
                             class_bw, local, paths.size, 8, sat_rtol)
     return rates, n
+
+
+# ---------------------------------------------------------------- the fabric's bookkeeping
+#
+# A flow's start and drain touch a dozen of the fabric's arrays (a numpy call each, a
+# microsecond apiece at the few flows an instant moves). Once the fabric's recomputation is
+# compiled, these do the same in one call: the same values, the demand sums in the same order
+# (np.add.at and np.subtract.at add element by element, in index order, as the loops do).
+
+
+@njit(cache=True)
+def drain_due(x, near, s_end, s_near, s_active, s_path, s_run, s_step, s_local, path_mat, path_bw, big, res_demand,
+              hot_at, pad, free, n_free, check_hot):  # pragma: no cover - compiled
+    """``Fabric._drain``'s bookkeeping: the flows of the near set ``near`` due by ``x``, in slot
+    order (``done``; the rest of the set ``rest``, in its order), taken off: their demand
+    subtracted from ``res_demand`` path by path (``min(bottleneck, big)`` on every cell of their
+    path-matrix row, the padding's entry then zeroed), their drain time infinite, inactive, out
+    of the near set, their slots freed (``free[n_free:]``). With ``check_hot``, whether one of
+    them crossed a hot resource (``res_demand > hot_at`` before the subtraction). Returns
+    ``(done, rest, crossed_hot, n_free, runs, steps, locals, earliest)``: the done flows' runs,
+    steps and local indexes, and the earliest drain time in ``rest``."""
+    n_due = 0
+    for i in range(near.size):
+        if s_end[near[i]] <= x:
+            n_due += 1
+    done = np.empty(n_due, dtype=np.int64)
+    rest = np.empty(near.size - n_due, dtype=np.int64)
+    a = b = 0
+    earliest = np.inf
+    for i in range(near.size):
+        s = near[i]
+        if s_end[s] <= x:
+            done[a] = s
+            a += 1
+        else:
+            rest[b] = s
+            b += 1
+            if s_end[s] < earliest:
+                earliest = s_end[s]
+    done.sort()
+    width = path_mat.shape[1]
+    crossed = False
+    if check_hot:
+        for i in range(n_due):
+            p = s_path[done[i]]
+            for c in range(width):
+                r = path_mat[p, c]
+                if res_demand[r] > hot_at[r]:
+                    crossed = True
+    for i in range(n_due):
+        s = done[i]
+        p = s_path[s]
+        v = path_bw[p] if path_bw[p] < big else big
+        for c in range(width):
+            res_demand[path_mat[p, c]] -= v
+        s_end[s] = np.inf
+        s_active[s] = False
+        s_near[s] = False
+        free[n_free + i] = s
+    res_demand[pad] = 0.0
+    runs = np.empty(n_due, dtype=np.int64)
+    steps = np.empty(n_due, dtype=np.int64)
+    local = np.empty(n_due, dtype=np.int64)
+    for i in range(n_due):
+        runs[i] = s_run[done[i]]
+        steps[i] = s_step[done[i]]
+        local[i] = s_local[done[i]]
+    return done, rest, crossed, n_free + n_due, runs, steps, local, earliest
+
+
+@njit(cache=True)
+def start_flows(slots, run, k, tr, paths, nbytes, now, path_mat, path_bw, big, res_demand, hot_at, pad, s_run, s_step,
+                s_local, s_path, s_rem, s_t0, s_active, s_rate, s_end, s_near, near_t, wait):  # pragma: no cover
+    """``Fabric.add_flows``'s bookkeeping for the flows of run ``run``'s step ``k`` (transfers
+    ``tr``) on ``paths`` moving ``nbytes``, into ``slots``:
+    their demand added to ``res_demand`` (as :func:`drain_due` subtracts it); whether a resource
+    they cross is now hot; then either their rates left at 0 for a recomputation (hot, or
+    ``wait``), or each runs at its path's bottleneck: its drain time set, the earliest of them
+    returned, those due by ``near_t`` added to the near set (``s_near``; returned, in the order
+    of ``slots``). Returns ``(hot, earliest, near)``."""
+    m = paths.size
+    width = path_mat.shape[1]
+    for i in range(m):
+        p = paths[i]
+        v = path_bw[p] if path_bw[p] < big else big
+        for c in range(width):
+            res_demand[path_mat[p, c]] += v
+    res_demand[pad] = 0.0
+    hot = False
+    for i in range(m):
+        p = paths[i]
+        for c in range(width):
+            r = path_mat[p, c]
+            if res_demand[r] > hot_at[r]:
+                hot = True
+    earliest = np.inf
+    n_near = 0
+    near = np.empty(m if not (hot or wait) else 0, dtype=np.int64)
+    for i in range(m):
+        s = slots[i]
+        p = paths[i]
+        s_run[s] = run
+        s_step[s] = k
+        s_local[s] = tr[i]
+        s_path[s] = p
+        s_rem[s] = nbytes[i]
+        s_t0[s] = now
+        s_active[s] = True
+        if hot or wait:
+            s_rate[s] = 0.0
+        else:
+            rate = path_bw[p]
+            s_rate[s] = rate
+            end = now + nbytes[i] / rate
+            s_end[s] = end
+            if end < earliest:
+                earliest = end
+            if end <= near_t and not s_near[s]:
+                s_near[s] = True
+                near[n_near] = s
+                n_near += 1
+    return hot, earliest, near[:n_near]
+
+
+@njit(cache=True)
+def set_rates(slots, rates, now, s_rate, s_rem, s_t0, s_end, s_near, near_t):  # pragma: no cover - compiled
+    """``Fabric._set_rates``: flows ``slots`` run at ``rates`` from ``now``; those whose rate
+    changed keep what they have left (``rem - rate * (now - t0)``) and get a new drain time
+    (``now + rem / rate``). Returns whether any changed and those now due by ``near_t`` that
+    were not in the near set (``s_near`` set for them), in the order of ``slots``."""
+    near = np.empty(slots.size, dtype=np.int64)
+    n_near = 0
+    changed = False
+    for i in range(slots.size):
+        s = slots[i]
+        new = rates[i]
+        if new != s_rate[s]:
+            changed = True
+            rem = s_rem[s] - s_rate[s] * (now - s_t0[s])
+            s_rem[s] = rem
+            s_t0[s] = now
+            s_rate[s] = new
+            end = now + rem / new
+            s_end[s] = end
+            if end <= near_t and not s_near[s]:
+                s_near[s] = True
+                near[n_near] = s
+                n_near += 1
+    return changed, near[:n_near]

@@ -418,6 +418,9 @@ class Fabric:
         self._hot = None
         self._hot_started = False  # flows started since
         self._hot_drained: list = []  # slots drained since
+        # the compiled starts and drains (``_kernels.start_flows``, ``drain_due``): the same module,
+        # in use once a recomputation has been compiled (a run that never needs numba never loads it)
+        self._book = None
         self.reduce_free = np.zeros(len(net.node_names))  # each NPU's reduction unit: free from
         self.runs: list = []
         self.routes: dict = {}  # (rank nodes, routing options, step id) -> (step, _StepRouting)
@@ -594,6 +597,21 @@ class Fabric:
         """Start flows of run ``run_id``'s step ``k``: transfer ``tr[i]`` moves ``nbytes[i]``
         over path ``paths[i]``."""
         self._refresh_paths()  # routes made since the last flows started (a cheap test otherwise)
+        if self._book is not None:
+            slots = self._alloc(paths.size)
+            hot, earliest, near = self._book.start_flows(  # (scalars cast: one compiled signature)
+                slots, int(run_id), int(k), tr.astype(np.int64, copy=False), paths.astype(np.int64, copy=False),
+                nbytes.astype(float, copy=False), float(now), self._path_mat, self._path_bw, _BIG_Bps, self.res_demand,
+                self._hot_Bps, self.pad, self.s_run, self.s_step, self.s_local, self.s_path, self.s_rem, self.s_t0,
+                self.s_active, self.s_rate, self.s_end, self.s_near, self._near_T, self.force_full_recompute)
+            if hot:
+                self._need_full = True
+                self._hot_started = True
+            elif not self.force_full_recompute:
+                self._min_end = min(self._min_end, earliest)
+                if near.size:
+                    self._near = np.concatenate([self._near, near])
+            return
         mat = self._path_mat[paths]
         res = mat.ravel()
         np.add.at(self.res_demand, res, self._demand(paths, mat.shape[1]))
@@ -649,6 +667,22 @@ class Fabric:
         if x > self._near_T:
             self._rebuild_near(x)
         near = self._near
+        if self._book is not None:  # the same, compiled
+            done, self._near, crossed, self.n_free, d_runs, d_steps, d_local, earliest = self._book.drain_due(
+                float(x), near, self.s_end, self.s_near, self.s_active, self.s_path, self.s_run, self.s_step,
+                self.s_local, self._path_mat, self._path_bw, _BIG_Bps, self.res_demand, self._hot_Bps, self.pad,
+                self.free, self.n_free, not self._need_full)
+            if not done.size:
+                return
+            self._need_full = self._need_full or crossed
+            if earliest <= self._near_T:  # the earliest drain time left (what next_time would find)
+                self._min_end = earliest
+            else:
+                self._ends_dirty = True
+            if self._hot is not None:
+                self._hot_drained.append(done)
+            self._dispatch(d_runs, d_steps, d_local, now)
+            return
         due = self.s_end[near] <= x
         if not due.any():
             return
@@ -670,6 +704,10 @@ class Fabric:
         if self._hot is not None:
             self._hot_drained.append(done)
         self._release(done)
+        self._dispatch(d_runs, d_steps, d_local, now)
+
+    def _dispatch(self, d_runs, d_steps, d_local, now):
+        """Hand drained flows (run, step, local transfer index) to their runs."""
         if (d_runs == d_runs[0]).all():
             self.runs[int(d_runs[0])]._drained(d_steps, d_local, now)
             return
@@ -691,6 +729,7 @@ class Fabric:
         kernels = None if self.force_full_recompute else hot_kernel((self.s_end.size - self.n_free)
                                                                     * self._path_mat.shape[1])
         if kernels is not None:
+            self._book = kernels  # from now on starts and drains are compiled too
             self._recompute_compiled(kernels, now)
             return
         self._hot = None  # the compiled form's state no longer follows the flows
@@ -767,6 +806,15 @@ class Fabric:
     def _set_rates(self, active, rates, now):
         """Flows ``active`` run at ``rates`` from ``now``: only those whose rate changed get a
         new drain time."""
+        if self._book is not None:  # the same, compiled
+            changed, near = self._book.set_rates(active, rates, float(now), self.s_rate, self.s_rem, self.s_t0,
+                                                 self.s_end, self.s_near, self._near_T)
+            if changed:
+                self._ends_dirty = True
+                if near.size:
+                    self._near = np.concatenate([self._near, near])
+            self._need_full = False
+            return
         sel = rates != self.s_rate[active]
         changed, new = active[sel], rates[sel]
         if changed.size:

@@ -173,6 +173,7 @@ def warm_kernels() -> bool:
         return False
     from ..api import simulate
     from ..topology.builders import leaf_spine
+    from ..topology.model import warm_search
 
     saved, KERNEL_AFTER_CALLS = KERNEL_AFTER_CALLS, 0  # small problems too: every kernel runs once
     try:
@@ -181,6 +182,7 @@ def warm_kernels() -> bool:
             simulate(topo, "alltoall", 1 << 20, algorithm, progress=False)
         pair = np.array([0, 0, 1], dtype=np.int64)  # and the plain kernel
         max_min_rates(pair, np.array([0, 1, 1], dtype=np.int64), np.array([1.0, 2.0]), 2)
+        warm_search()  # and the compiled route search
     finally:
         KERNEL_AFTER_CALLS = saved
     return True

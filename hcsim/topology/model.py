@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
+import os
+import sys
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -645,9 +648,120 @@ def _check_graph(topo) -> list:
     return npus
 
 
+COMPILED_SEARCH_PAIRS = 256
+"""A :meth:`_Compiled.route_many` call with at least this many node pairs not routed yet searches
+them with the compiled search (:mod:`hcsim.topology._search_kernel`, numba: ``hcsim[fast]``;
+``HCSIM_NO_NUMBA=1``: never), the same paths in the same order as the Python search
+(about 10-30 us a pair on a pod, the compiled one 1-6 us)."""
+
+COLD_SEARCH_PAIRS = 16384
+"""In a process that has not imported numba yet, the compiled search waits for a call with this
+many pairs: numba's start-up (about 0.3 s) costs what the Python search of about as many does."""
+
+_SEARCH = None  # the compiled search: None not looked for yet, False unavailable
+
+
+def _compiled_search(pairs: int) -> bool:
+    """Whether :func:`~hcsim.topology._search_kernel.search_many` is in use for ``pairs`` pairs
+    (loaded into ``_SEARCH`` on first use)."""
+    global _SEARCH
+    if _SEARCH is None:
+        if os.environ.get("HCSIM_NO_NUMBA"):
+            _SEARCH = False
+        elif pairs < COLD_SEARCH_PAIRS and "numba" not in sys.modules:
+            return False
+        else:
+            try:
+                from ._search_kernel import search_many
+            except ImportError:
+                _SEARCH = False
+            else:
+                _SEARCH = search_many
+    return _SEARCH is not False
+
+
+def warm_search() -> bool:
+    """Compile the compiled search now (numba keeps it in its cache, as
+    :func:`hcsim.engine.fairshare.warm_kernels` does the max-min kernels, which calls this);
+    returns whether it is in use."""
+    if not _compiled_search(COLD_SEARCH_PAIRS):
+        return False
+    adj = [[(1, 0)], [(0, 1)]]
+    _SEARCH(*_csr(adj), *_csr([[(1, 1)], [(0, 0)]]), np.array([0], dtype=np.int64), np.array([1], dtype=np.int64),
+            MAX_PATHS)
+    return True
+
+
+def _csr(adj) -> tuple:
+    """``(ptr, neighbour, link)`` arrays of adjacency lists ``[[(neighbour, link), ...], ...]``."""
+    ptr = np.zeros(len(adj) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in adj], out=ptr[1:])
+    flat = [way for a in adj for way in a]
+    ways = np.array(flat, dtype=np.int64).reshape(len(flat), 2)
+    return ptr, ways[:, 0].copy(), ways[:, 1].copy()
+
+
+def _rows_of(off: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Positions of rows starting at ``off`` with ``n`` entries each (concatenated)."""
+    total = int(n.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.arange(total, dtype=np.int64) + np.repeat(off - (np.cumsum(n) - n), n)
+
+
+def _ecmp_many(src: np.ndarray, dst: np.ndarray, n_paths: np.ndarray, seed: int) -> np.ndarray:
+    """:func:`~hcsim.topology.routing.ecmp_index` of many pairs (``uint64`` node arrays; ``n_paths``
+    at least 1 each): the same hash, its products and sums taken modulo 2**64 by uint64 arithmetic."""
+    mask = 2**64 - 1
+    with np.errstate(over="ignore"):
+        x = src * np.uint64(0x9E3779B97F4A7C15) + dst * np.uint64(0xC2B2AE3D27D4EB4F) + np.uint64(
+            (int(seed) * 0x165667B19E3779F9) & mask)
+        x ^= x >> np.uint64(29)
+        x = x * np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(32)
+    return (x % n_paths.astype(np.uint64)).astype(np.int64)
+
+
+@dataclass
+class _Found:
+    """What :meth:`_Compiled._search_new` found: the route keys of a :meth:`_Compiled.route_many`
+    call (``keys``, one per pair), those not made yet (``new``, in order of first appearance),
+    and the paths the compiled search gave for each of these, in that order (new route k's
+    paths ``pair_ptr[k]:pair_ptr[k + 1]``, path q's links ``links[path_ptr[q]:path_ptr[q + 1]]``)."""
+
+    keys: list
+    new: dict
+    pair_ptr: np.ndarray
+    path_ptr: np.ndarray
+    links: np.ndarray
+
+    def ends(self) -> tuple:
+        """The new routes' source and destination nodes (int64 arrays)."""
+        src, dst = list(zip(*self.new, strict=True))[:2]
+        return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+
+    def search(self, python):
+        """``search(src, dst, max_paths)``: these paths as lists of links for the pairs searched,
+        ``python(src, dst, max_paths)`` for any other."""
+        todo = {}
+        for k, key in enumerate(self.new):
+            todo.setdefault(key[:2], k)
+        flat, pair_ptr, path_ptr = self.links.tolist(), self.pair_ptr.tolist(), self.path_ptr.tolist()
+
+        def search(src, dst, max_paths):
+            k = todo.get((src, dst))
+            if k is None or max_paths != MAX_PATHS:
+                return python(src, dst, max_paths)
+            return [flat[path_ptr[q]:path_ptr[q + 1]] for q in range(pair_ptr[k], pair_ptr[k + 1])]
+        return search
+
+
 _PAUSE_LINKS = 16384
-"""Compiling a graph of at least this many links pauses the cyclic collector (after one full
-collection: :func:`~hcsim.topology.routing.collector_paused`)."""
+"""Compiling a graph of at least this many links pauses the cyclic collector
+(:func:`~hcsim.topology.routing.collector_paused`), without a full collection first: compiling
+is short, and the run that follows (a simulation's) makes one before its own paused work,
+which frees a finished call's state then (a collection here, 60 ms at 2,048 NPUs, found it
+and the run's found nothing)."""
 
 
 class _Compiled:
@@ -668,7 +782,7 @@ class _Compiled:
         if topo.graph.number_of_edges() < _PAUSE_LINKS:
             self._build(topo, fingerprint)
             return
-        with collector_paused(collect=True):  # a large fabric's adjacency: tuples per link, no cycle
+        with collector_paused():  # a large fabric's adjacency: tuples per link, no cycle
             self._build(topo, fingerprint)
 
     def _build(self, topo: Topology, fingerprint: list | None) -> None:
@@ -726,10 +840,13 @@ class _Compiled:
                 caps.append(d["spec"].exchange_Bps)
         self.capacity_Bps = np.asarray(caps, dtype=float)
         self.paths = PathStore()
-        self._search = SearchCache(self.out_adj, self.in_adj)
+        self._search_cache = None  # the Python search's per-node layers (SearchCache), made on first use
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
         self._walked: dict[tuple[int, int], int] = {}  # node pair -> links over its shortest paths
         self._io_cap = None  # route_many's per-node end capacities, made on first use
+        self._csr = None  # the adjacency as CSR arrays (out, then in), for the compiled search
+        self._io_arrays = None  # _route_found's per-node NIC resources and per-link figures, as arrays
+        self._lat_rank = None  # each link's latency's rank among the distinct ones, + 1
         # Per-link and per-resource figures as Python lists: a route reads a few of each.
         self._link_lat = [s.latency_s for s in specs]
         self._link_inline = [s.inline_reduce for s in specs]
@@ -738,6 +855,14 @@ class _Compiled:
         self._ends = [tuple([table[n]] if n in table else []
                             for table in (self.tx_res, self.rx_res, self.engine_res, self.exchange_res))
                       for n in range(len(self.node_names))]
+
+    @property
+    def _search(self) -> SearchCache:
+        """The Python search (:class:`~hcsim.topology.routing.SearchCache`), made on first use: a
+        run whose pairs all go to the compiled search never needs its per-node tables."""
+        if self._search_cache is None:
+            self._search_cache = SearchCache(self.out_adj, self.in_adj)
+        return self._search_cache
 
     def route(self, src: int, dst: int, policy: str = "ecmp", seed: int = 0, qps: int = 1,
               pair: bool = False) -> tuple[int, ...]:
@@ -833,8 +958,32 @@ class _Compiled:
         with collector_paused():  # tens of thousands of tuples and lists, none in a cycle
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
 
+    def _search_new(self, srcs, dsts, pairs, policy, seed, qps) -> _Found | None:
+        """The compiled search's paths (:mod:`hcsim.topology._search_kernel`) for
+        :meth:`route_many`'s routes not made yet, searched in one call; None when it is not in
+        use or there are fewer than :data:`COMPILED_SEARCH_PAIRS` node pairs to search."""
+        if len(srcs) < COMPILED_SEARCH_PAIRS or not _compiled_search(len(srcs)):
+            return None
+        if not len(srcs) == len(dsts) == len(pairs):
+            return None  # (the loop refuses them)
+        routes, same = self._routes, itertools.repeat
+        keys = list(zip(srcs, dsts, same(policy), same(seed), same(qps), pairs, strict=False))  # (lengths checked)
+        new = dict.fromkeys(key for key in keys if key not in routes)  # in order of first appearance
+        if len(new) < COMPILED_SEARCH_PAIRS:
+            return None
+        if self._csr is None:
+            self._csr = tuple(a for adj in (self.out_adj, self.in_adj) for a in _csr(adj))
+        src, dst = list(zip(*new, strict=True))[:2]  # (a pair new under both exchange flags: searched twice)
+        pair_ptr, path_ptr, links = _SEARCH(*self._csr, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
+                                            MAX_PATHS)
+        return _Found(keys, new, pair_ptr, path_ptr, links)
+
     def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
-        routes, search, walked = self._routes, self._search.all_shortest_paths, self._walked
+        routes, walked = self._routes, self._walked
+        found = self._search_new(srcs, dsts, pairs, policy, seed, qps)
+        if found is not None and not self.engine_res and not self.exchange_res and self._route_found(found, out, after):
+            return out
+        search = self._search.all_shortest_paths if found is None else found.search(self._search.all_shortest_paths)
         ends = self._ends
         lat_of, inline_of, cap_of = self._link_lat.__getitem__, self._link_inline.__getitem__, self._caps.__getitem__
         store = self.paths
@@ -908,3 +1057,137 @@ class _Compiled:
             if after is not None:
                 after(len(out) - 1 - first, hit)
         return out
+
+    def _route_found(self, found: _Found, out: list, after) -> bool:
+        """:meth:`_route_many`'s loop over pairs the compiled search has searched, on a fabric
+        whose only end resources are NIC limits, the store's arrays made with numpy; False
+        (nothing done) where that loop has to run instead: a pair that cannot be reached (its
+        error comes in order), or a path without any resource.
+
+        The same routes: each new route in order of first appearance gets the next path ids,
+        its paths those the loop keeps (the lowest latency ones, the ECMP picks), each path's
+        latency Python's ``sum`` of its links' in order (as there), its bottleneck the ``min``
+        of its resources' capacities and its inline flag whether every link reduces inline
+        (exact in any grouping). If ``after`` raises after pair k, the routes first made after
+        pair k are taken back out of the store, as the loop would never have made them."""
+        keys, new, pair_ptr, path_ptr = found.keys, found.new, found.pair_ptr, found.path_ptr
+        counts = np.diff(pair_ptr)  # new route j searched as pair j
+        if not counts.all():
+            return False
+        chosen, lats, per_key = self._choose(new, counts, found)
+        starts = np.zeros(len(new) + 1, dtype=np.int64)
+        np.cumsum(per_key, out=starts[1:])
+        n_links = path_ptr[chosen + 1] - path_ptr[chosen]
+        links = found.links[_rows_of(path_ptr[chosen], n_links)]
+        src, dst = found.ends()
+        src, dst = np.repeat(src, per_key), np.repeat(dst, per_key)
+        if self._io_arrays is None:  # per node: its injection and ejection resource (-1: none) and capacity
+            tx = np.array([self.tx_res.get(n, -1) for n in range(len(self.node_names))], dtype=np.int64)
+            rx = np.array([self.rx_res.get(n, -1) for n in range(len(self.node_names))], dtype=np.int64)
+            cap = np.append(self.capacity_Bps, np.inf)  # (-1: none, no limit)
+            self._io_arrays = (tx, rx, cap[tx], cap[rx], np.array(self._link_inline, dtype=bool),
+                               np.array(self._caps, dtype=float))
+        tx, rx, tx_cap, rx_cap, inline_of, cap_of = self._io_arrays
+        head, tail = tx[src], rx[dst]
+        some = n_links > 0
+        if not (some | (head >= 0) | (tail >= 0)).all():
+            return False  # a path of no resource at all: the loop raises min()'s error
+        end_cap = np.minimum(tx_cap[src], rx_cap[dst])
+        width = (head >= 0) + n_links + (tail >= 0)
+        res_end = np.cumsum(width)
+        res = np.empty(int(res_end[-1]) if width.size else 0, dtype=np.int64)
+        first = res_end - width
+        res[first[head >= 0]] = head[head >= 0]
+        res[_rows_of(first + (head >= 0), n_links)] = links
+        res[res_end[tail >= 0] - 1] = tail[tail >= 0]
+        link_start = np.cumsum(n_links) - n_links
+        link_cap = np.full(chosen.size, np.inf)
+        inline = np.zeros(chosen.size, dtype=bool)
+        if some.any():
+            link_cap[some] = np.minimum.reduceat(cap_of[links], link_start[some])
+            inline[some] = np.logical_and.reduceat(inline_of[links], link_start[some])
+        store = self.paths
+        base_res, base_id = len(store.res), len(store.latency_s)
+        store.res.extend(res.tolist())
+        store.res_ptr.extend((res_end + base_res).tolist())
+        store.latency_s.extend(lats)
+        store.inline_reduce.extend(inline.tolist())
+        store.bottleneck_Bps.extend(np.minimum(link_cap, end_cap).tolist())
+        routes, walked = self._routes, self._walked
+        bounds = (starts + base_id).tolist()
+        searched = (path_ptr[pair_ptr[1:]] - path_ptr[pair_ptr[:-1]]).tolist()  # links over each one's paths
+        for j, key in enumerate(new):
+            routes[key] = tuple(range(bounds[j], bounds[j + 1]))
+            walked[key[:2]] = searched[j]
+        first_out = len(out)
+        try:
+            for i, key in enumerate(keys):
+                hit = routes[key]
+                out.append(hit)
+                if after is not None:
+                    after(i, hit)
+        except BaseException:
+            made = len({key for key in keys[:len(out) - first_out] if key in new})
+            if made < len(new):  # the routes first made after the last pair routed: never made
+                for key in itertools.islice(new, made, None):
+                    del routes[key]
+                cut = bounds[made]
+                del store.res[store.res_ptr[cut]:], store.res_ptr[cut + 1:], store.latency_s[cut:]
+                del store.inline_reduce[cut:], store.bottleneck_Bps[cut:]
+            raise
+        return True
+
+    def _choose(self, new, counts, found):
+        """The paths the routes ``new`` keep (path positions in ``found``, in route order), their
+        latencies (Python floats, as :meth:`_route_many` sums them) and how many each route
+        keeps: of a pair's paths, those within ``1e-12`` of the lowest latency, of which ECMP
+        picks one per queue pair (:func:`~hcsim.topology.routing.ecmp_index`, in uint64).
+
+        A path's latency is Python's ``sum`` of its links' latencies in order, a function of that
+        sequence alone: it is summed once per distinct sequence (a fabric has few)."""
+        cand = _rows_of(found.pair_ptr[:-1], counts)  # every path of every new route, route by route
+        lat = self._latencies(cand, found)
+        key_of = np.repeat(np.arange(len(new)), counts)
+        best = np.minimum.reduceat(lat, np.cumsum(counts) - counts)
+        kept = lat <= (best * (1 + 1e-12))[key_of]
+        n_kept = np.bincount(key_of[kept], minlength=len(new))
+        cand, lat, key_of = cand[kept], lat[kept], key_of[kept]
+        policy, seed, qps = next(iter(new))[2:5]
+        if policy != "ecmp" or (n_kept == 1).all():
+            return cand, lat.tolist(), n_kept
+        # ECMP: route j keeps its ecmp_index-th path (one per queue pair) when it has several
+        start = np.cumsum(n_kept) - n_kept
+        src, dst = (a.astype(np.uint64) for a in found.ends())
+        several = n_kept > 1
+        if qps == 1:
+            off = np.where(several, _ecmp_many(src, dst, n_kept, seed), 0)
+        else:  # queue pair q's pick, q = 0..qps-1, for a route of several paths; its one path for the others
+            which = np.stack([_ecmp_many(src, dst, n_kept, seed * 64 + q) for q in range(qps)], axis=1)
+            off = np.concatenate([which[j] if several[j] else which[j, :1] * 0 for j in range(len(new))])
+        per_key = np.where(several, qps, 1)
+        pos = np.repeat(start, per_key) + off
+        return cand[pos], lat[pos].tolist(), per_key
+
+    def _latencies(self, paths, found) -> np.ndarray:
+        """Each path's latency as ``sum(map(self._link_lat.__getitem__, links))``: a function of
+        its sequence of link latencies, summed once per distinct sequence (a fabric has few
+        distinct link latencies), each sequence told by a number: its latencies' ranks among
+        the distinct ones (+ 1, 0 past its end) as digits. A sequence too long for that (more
+        than 62 bits of digits) is summed path by path."""
+        path_ptr, flat = found.path_ptr, found.links
+        n = path_ptr[paths + 1] - path_ptr[paths]
+        if self._lat_rank is None:
+            self._lat_rank = np.unique(np.array(self._link_lat, dtype=float), return_inverse=True)[1].ravel() + 1
+        radix = int(self._lat_rank.max(initial=0)) + 1
+        width = int(n.max(initial=0))
+        lat_of = self._link_lat.__getitem__
+        if width * math.log2(radix) > 62:
+            links, ptr = flat.tolist(), path_ptr.tolist()
+            return np.array([float(sum(map(lat_of, links[ptr[q]:ptr[q + 1]]))) for q in paths.tolist()])
+        digits = np.zeros((paths.size, width), dtype=np.int64)
+        digits[np.arange(width)[None, :] < n[:, None]] = self._lat_rank[flat[_rows_of(path_ptr[paths], n)]]
+        code = digits @ (radix ** np.arange(width, dtype=np.int64))
+        _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+        links, ptr = flat.tolist(), path_ptr[paths[first]].tolist()
+        sums = [float(sum(map(lat_of, links[a:a + k]))) for a, k in zip(ptr, n[first].tolist(), strict=True)]
+        return np.array(sums)[inverse]
