@@ -45,6 +45,16 @@ def _grow(ptr, nbr, nodes, lptr, n_layers, stamp, dist, cur):  # pragma: no cove
 
 
 @njit(cache=True)
+def _layer_cost(ptr, nodes, lo, hi):  # pragma: no cover - compiled
+    """Links a layer's scan reads: the degrees (in ``ptr``) of ``nodes[lo:hi]``."""
+    c = 0
+    for q in range(lo, hi):
+        v = nodes[q]
+        c += ptr[v + 1] - ptr[v]
+    return c
+
+
+@njit(cache=True)
 def _sort(a, n):  # pragma: no cover - compiled
     """Sort ``a[:n]`` in place (insertion sort for a few: numba's sort costs more than they do)."""
     if n > 16:
@@ -167,21 +177,13 @@ def search_many(out_ptr, out_nbr, out_link, in_ptr, in_nbr, in_link, srcs, dsts,
                 i += 1
                 if i == nf:
                     _grow(out_ptr, out_nbr, f_nodes, f_lptr, nf, f_stamp, f_dist, cur)
-                    c = 0
-                    for q in range(f_lptr[nf], f_lptr[nf + 1]):
-                        v = f_nodes[q]
-                        c += out_ptr[v + 1] - out_ptr[v]
-                    f_cost[nf] = c
+                    f_cost[nf] = _layer_cost(out_ptr, f_nodes, f_lptr[nf], f_lptr[nf + 1])
                     nf += 1
             else:
                 j += 1
                 if j == nb:
                     _grow(in_ptr, in_nbr, b_nodes, b_lptr, nb, b_stamp, b_dist, cur)
-                    c = 0
-                    for q in range(b_lptr[nb], b_lptr[nb + 1]):
-                        v = b_nodes[q]
-                        c += in_ptr[v + 1] - in_ptr[v]
-                    b_cost[nb] = c
+                    b_cost[nb] = _layer_cost(in_ptr, b_nodes, b_lptr[nb], b_lptr[nb + 1])
                     nb += 1
             f_lo, f_hi = f_lptr[i], f_lptr[i + 1]
             b_lo, b_hi = b_lptr[j], b_lptr[j + 1]
