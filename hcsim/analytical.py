@@ -34,7 +34,7 @@ from .algorithms.schedule import Schedule
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
-from .limits import FREE_HOPS, WORK_PER_INSTANT, hop_work
+from .limits import WORK_PER_INSTANT, hop_work, walk_work
 
 
 def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineConfig | None = None) -> float:
@@ -72,7 +72,8 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     Every distinct rank pair is routed once, then read off the path arrays in one pass
     (linear in the pairs; :func:`cached_path_parameters` keeps the answer for later calls).
     Routing counts as the engine counts it, :data:`~hcsim.limits.WORK_PER_INSTANT` units a pair
-    and :func:`~hcsim.limits.hop_work` for a long path: a schedule whose pairs would pass
+    and :func:`~hcsim.limits.hop_work` for a long path, :func:`~hcsim.limits.walk_work` for many
+    long equal-cost ones: a schedule whose pairs would pass
     ``max_work`` is refused before any is routed, and one whose long paths do as soon as they
     have (:class:`~hcsim.errors.WorkLimitError`; None: no bound).
 
@@ -100,8 +101,11 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
         ids = net.route(a, b, routing, seed, qps)
         routes.append(ids)
         hops = net.paths.longest(ids)
-        if hops > FREE_HOPS:  # a long path's search costs more than an instant (hcsim.limits.FREE_HOPS)
-            extra += hop_work(hops)
+        # a long path's search costs more than an instant (hcsim.limits.FREE_HOPS), and so does one
+        # that finds many long equal-cost paths (a torus: hcsim.limits.walk_work)
+        more = hop_work(hops) + walk_work(net.walked(a, b))
+        if more:
+            extra += more
             if max_work is not None and len(pairs) * WORK_PER_INSTANT + extra > max_work:
                 if _pairs is not None:
                     _pairs[-1] = (len(pairs), schedule.algorithm, extra)
@@ -204,7 +208,7 @@ def _check_pairs(n: int, algorithm: str, max_work: int | None, extra: int = 0) -
         raise WorkLimitError(
             f"max_work = {max_work}: mode 'analytical' routes every distinct rank pair of "
             f"{algorithm}'s schedule, {n:,} here ({WORK_PER_INSTANT} units each: "
-            f"{n * WORK_PER_INSTANT:,}" + (f", and {extra:,} for paths over {FREE_HOPS} hops" if extra else "")
+            f"{n * WORK_PER_INSTANT:,}" + (f", and {extra:,} for long paths or many equal-cost ones" if extra else "")
             + "); use fewer ranks, or raise max_work (--max-work)")
 
 

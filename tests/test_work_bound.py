@@ -371,13 +371,12 @@ def test_routing_a_large_calls_pairs_is_priced_before_it_is_built(monkeypatch):
 
 
 def test_a_long_route_search_is_priced_per_hop():
-    from hcsim.limits import FREE_HOPS
     from hcsim.topology import ring
 
     topo = ring(64, 25e9, 1e-6)  # bmtree's 63 pairs reach 32 hops apart
     r = hcsim.simulate(topo, "broadcast", 64 << 10, "bmtree", mode="analytical", max_work=None)
     assert r.time_s > 0
-    with pytest.raises(WorkLimitError, match=f"for paths over {FREE_HOPS} hops") as info:
+    with pytest.raises(WorkLimitError, match="for long paths or many equal-cost ones") as info:
         hcsim.simulate(ring(64, 25e9, 1e-6), "broadcast", 64 << 10, "bmtree", mode="analytical",
                        max_work=63 * WORK_PER_INSTANT + 1)  # the pairs fit; their long paths do not
     assert "\n" not in str(info.value)
@@ -484,3 +483,15 @@ def test_a_search_of_many_long_equal_cost_paths_counts_their_links():
     finally:
         des.walk_work = unpriced
     assert first - without == sum(walks)
+
+
+def test_analytical_routing_counts_the_links_of_many_equal_cost_paths():
+    # a star scatter on a 16 x 16 torus: paths of at most 16 hops (no hop_work), but up to 64 of
+    # them per far pair; the analytical mode's routing counts their links as the engine does
+    from hcsim.topology.builders import torus
+
+    free = hcsim.simulate(torus((16, 16), 10e9, 1e-6), "scatter", "1M", "star", mode="analytical", max_work=None)
+    assert free.time_s > 0
+    with pytest.raises(WorkLimitError, match="for long paths or many equal-cost ones"):
+        hcsim.simulate(torus((16, 16), 10e9, 1e-6), "scatter", "1M", "star", mode="analytical",
+                       max_work=255 * WORK_PER_INSTANT + 1)  # its 255 pairs fit; their searches do not
