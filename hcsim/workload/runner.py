@@ -133,8 +133,16 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
     if hccl is None and topo.product is not None:
         hccl = HcclConfig()
     check_progress(progress)
-    job = _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
-               max_flow_updates, _starts(start_s, world), max_work)
+    # the graph is checked once for the whole job, not at each collective's planning (2,080 checks
+    # of a 2,048-server pod's 33,000 nodes took 36 s)
+    with topo.unchanged():
+        job = _Job(topo, workload, routing, int(ecmp_seed), hccl, _speeds(speed, world), max_transfers,
+                   max_flow_updates, _starts(start_s, world), max_work)
+        return _play(job, workload, progress)
+
+
+def _play(job, workload: Workload, progress) -> JobResult:
+    """``job.play()`` under its progress bar, a work bound's advice worded for a job."""
     with progress_bar(len(workload.ops), f"job {workload.name}", progress) as job.bar:
         try:
             return job.play()
