@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import hcsim
 from hcsim.topology import load_topology, model
 from hcsim.topology.routing import MAX_PATHS, SearchCache
-from tests.test_route_many import OPTIONS, _store
+from tests.test_route_many import _compare, _store
 from tests.test_routing_structure import KINDS, random_topology
 
 kernel = pytest.importorskip("hcsim.topology._search_kernel")
@@ -69,37 +68,7 @@ def test_route_many_with_the_compiled_search_equals_route(seed, kind):
     """Every route_many call searches compiled (from one pair on): the same ids and store as
     ``route`` pair by pair, the unreachable pair refused where route() refuses it."""
     with _forced():
-        _compare_compiled(seed, kind)
-
-
-def _compare_compiled(seed, kind):
-    rng = np.random.default_rng(seed)
-    topo = random_topology(kind, rng)
-    one, many = topo.compiled(), random_topology(kind, np.random.default_rng(seed)).compiled()
-    n = topo.num_npus
-    for policy, ecmp_seed, qps in OPTIONS:
-        m = int(rng.integers(1, 4 * n * n + 1))
-        src, dst = rng.integers(0, n, m).tolist(), rng.integers(0, n, m).tolist()
-        pair = rng.integers(0, 2, m).astype(bool).tolist()
-        keep = [k for k in range(m) if src[k] != dst[k]]  # (as test_route_many: a node to itself is no route)
-        src, dst, pair = [src[k] for k in keep], [dst[k] for k in keep], [pair[k] for k in keep]
-        want, err = [], None
-        for s, d, p in zip(src, dst, pair, strict=True):
-            try:
-                want.append(one.route(s, d, policy, ecmp_seed, qps, p))
-            except hcsim.errors.TopologyError as e:
-                err = e
-                break
-        got = []
-        if err is None:
-            many.route_many(src, dst, pair, policy, ecmp_seed, qps, out=got)
-        else:
-            with pytest.raises(hcsim.errors.TopologyError, match="unreachable"):
-                many.route_many(src, dst, pair, policy, ecmp_seed, qps, out=got)
-        assert got == want
-        assert _store(many) == _store(one)
-        if err is not None:
-            return
+        _compare(seed, kind)  # test_route_many's comparison, the compiled search forced
 
 
 @pytest.mark.parametrize("stop", [0, 5, 17, 40])
