@@ -61,20 +61,8 @@ def merge_intervals(start, end) -> tuple[np.ndarray, np.ndarray]:
     """
     start = np.asarray(start, dtype=float)
     end = np.asarray(end, dtype=float)
-    keep = end > start
-    start, end = start[keep], end[keep]
-    if not len(start):
-        return start, end
-    order = np.argsort(start, kind="stable")
-    start, end = start[order], end[order]
-    reach = np.maximum.accumulate(end)
-    # a new piece begins where an interval starts after everything before it has ended
-    new = np.empty(len(start), dtype=bool)
-    new[0] = True
-    new[1:] = start[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    last = np.r_[first[1:] - 1, len(start) - 1]
-    return start[first], reach[last]
+    _, s, e = _union_by_group(np.zeros(start.size, dtype=np.int64), start, end)
+    return s, e
 
 
 def covered(start, end) -> float:
@@ -86,22 +74,11 @@ def covered(start, end) -> float:
 def covered_outside(start, end, other_start, other_end) -> float:
     """Length of the union of the first intervals not covered by the union of the others
     (``|A \\ B|``), measured piece by piece (no subtraction of large totals)."""
-    a_s, a_e = merge_intervals(start, end)
-    b_s, b_e = merge_intervals(other_start, other_end)
-    if not len(a_s):
-        return 0.0
-    if not len(b_s):
-        return float(np.sum(a_e - a_s))
-    # B's covered length up to x: F(x) = lengths of B's pieces before x's piece + the part of x's piece
-    before = np.r_[0.0, np.cumsum(b_e - b_s)]
+    def pieces(s, e):
+        s, e = np.asarray(s, dtype=float), np.asarray(e, dtype=float)
+        return _union_by_group(np.zeros(s.size, dtype=np.int64), s, e)
 
-    def f(x):
-        i = np.searchsorted(b_s, x, side="right") - 1
-        inside = np.where(i >= 0, np.clip(x - b_s[np.maximum(i, 0)], 0.0, (b_e - b_s)[np.maximum(i, 0)]), 0.0)
-        return np.where(i >= 0, before[np.maximum(i, 0)], 0.0) + inside
-
-    overlap = f(a_e) - f(a_s)
-    return float(np.sum(np.maximum((a_e - a_s) - overlap, 0.0)))
+    return float(_outside_by_group(pieces(start, end), pieces(other_start, other_end), 1)[0])
 
 
 def summarize(ops: pd.DataFrame, step_time_s, ranks=None) -> pd.DataFrame:
@@ -133,9 +110,9 @@ def summarize(ops: pd.DataFrame, step_time_s, ranks=None) -> pd.DataFrame:
     step = float(step_time_s)
     ran = ops[ops["start_s"].notna() & ops["end_s"].notna()]
     rank = ran["rank"].to_numpy().astype(np.int64)
-    every = np.unique(rank) if ranks is None else np.array(sorted({int(r) for r in ranks}), dtype=np.int64)
     # every rank's intervals at once (a job on 16,384 ranks: one pass, not one pandas group per rank)
     known = np.unique(rank)
+    every = known if ranks is None else np.array(sorted({int(r) for r in ranks}), dtype=np.int64)
     at = np.searchsorted(known, rank)  # dense rank index
     n = known.size
     s = np.clip(ran["start_s"].to_numpy(dtype=float), 0.0, step)
@@ -152,9 +129,8 @@ def summarize(ops: pd.DataFrame, step_time_s, ranks=None) -> pd.DataFrame:
     busy = _length_by_group(_union_by_group(at[work], s[work], e[work]), n)
     table = pd.DataFrame({"rank": every, "stepTime_us": step, "computation_us": 0.0, "communication_us": 0.0,
                           "communicationNotOverlapComputation_us": 0.0, "free_us": step})
-    pos = np.searchsorted(known, every)
-    has = (pos < n) & (known[np.minimum(pos, max(n - 1, 0))] == every) if n else np.zeros(every.size, dtype=bool)
-    i = pos[has]
+    has = np.isin(every, known)  # a rank asked for with no operation keeps its row of free time
+    i = np.searchsorted(known, every[has])
     table.loc[has, "computation_us"] = computation[i]
     table.loc[has, "communication_us"] = communication[i]
     table.loc[has, "communicationNotOverlapComputation_us"] = exposed[i]
