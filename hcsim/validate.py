@@ -49,22 +49,24 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     check_options(kwargs, ("ranks", "max_work"), "validate_measured")  # each row sets its ranks
     budget = WorkBudget(max_work)
     topo = load_topology(topology)
+
+    def spent(i: int) -> WorkLimitError:  # the bound, taken by the rows before row i
+        return WorkLimitError(f"max_work = {max_work}: the validation's predictions took it after {i} of its "
+                              f"{len(measured)} rows ({budget.spent:,} units of engine work); use fewer rows or "
+                              "another --algo, or raise max_work (--max-work; 0: no bound)")
+
     rows = []
     for i, (_, m) in enumerate(measured.iterrows()):
         ranks = measured_ranks(m)
         algo = row_algorithm(m, algorithm)
+        if max_work is not None and budget.spent >= max_work:
+            raise spent(i)
         try:
-            try:
-                left = budget.left()
-            except WorkLimitError as spent:  # the rows before took all of it
-                raise _BoundReached(spent) from None
             r = predict_row(i, m, _bounded_simulate, topo, m["collective"], int(m["size_bytes"]), algo, ranks=ranks,
-                            max_work=left, **kwargs)
+                            max_work=budget.left(), **kwargs)
         except _BoundReached as stop:
             budget.spend_error(stop.exc)
-            raise WorkLimitError(f"max_work = {max_work}: the validation's predictions took it after {i} of its "
-                                 f"{len(measured)} rows ({budget.spent:,} units of engine work); use fewer rows or "
-                                 "another --algo, or raise max_work (--max-work; 0: no bound)") from None
+            raise spent(i) from None
         budget.spend(r.config.get("work", 0) + WORK_PER_MEASURED_ROW)
         row = dict(m)
         row.update(predicted_us=r.time_us, error=r.time_us / float(m["time_us"]) - 1, algorithm=r.algorithm,

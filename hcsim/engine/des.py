@@ -1010,8 +1010,8 @@ class FlowSimulator:
         self._server = None
         if self._regimes is not None and self._regimes.local_aware:
             ids: dict = {}
-            self._server = np.array([ids.setdefault((topo.npu_spec(n).pod, topo.npu_spec(n).server), len(ids))
-                                     for n in rank_nodes], dtype=np.int64)
+            self._server = np.array([ids.setdefault((s.pod, s.server), len(ids)) for s in map(topo.npu_spec, rank_nodes)],
+                                    dtype=np.int64)
 
     # the fabric's counters (a run alone on its fabric: its own)
     @property
