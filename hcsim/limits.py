@@ -65,9 +65,9 @@ RANKS_PER_UNIT = 256
 """An event instant or step entry counts one more unit per ``RANKS_PER_UNIT`` ranks of the
 largest run on its network, and a step routed afresh two more: their numpy calls work on
 arrays of one entry per rank (a ring gather on the A2 pod, measured on a 2-core machine: about
-35 us an instant or entry on 1,024 ranks, 55 us on 4,096, 64 us on 8,192, 120 us on 16,384; a
-one-transfer step routed afresh about 300 us on 16,384 ranks; docs/performance.md, "The work
-bound")."""
+35 us an instant or entry on 1,024 ranks, 55 us on 4,096, 64 us on 8,192, about 120 us on
+16,384 under the profiler; a flat ring reduce on 16,384 ranks, 16,383 one-transfer steps each
+routed afresh, 7.6 s of CPU, about 460 us a step in all; docs/performance.md, "The work bound")."""
 
 LONE_TRANSFERS_PER_UNIT = 32
 """A step of the contention-free pass counts one more unit per ``LONE_TRANSFERS_PER_UNIT`` of its
@@ -78,10 +78,10 @@ WORK_PER_ROUTED_STEP = 4 * WORK_PER_INSTANT
 """Engine work units a step counts when its transfers are routed afresh (no earlier step of the
 fabric had the same rank pairs), besides 1 per transfer routed and :data:`WORK_PER_INSTANT` per
 rank pair new to the fabric (and 2 per :data:`RANKS_PER_UNIT` ranks): finding, grouping and
-indexing a step's routes costs about 200 us of numpy calls however few its transfers, more on
-many ranks, and about 0.6 us per transfer
-(a flat ring reduce on 16,384 NPUs routes 16,383 one-transfer steps; a ring scatter on 8,192
-routes 33M transfers in 8,191 steps; docs/performance.md, "The work bound")."""
+indexing a step's routes costs numpy calls however few its transfers (about 170 us a step on
+16,384 ranks, by its share of a profile of a flat ring reduce, which routes 16,383 one-transfer
+steps) and about 0.4 us per transfer (the same, on a ring scatter on 8,192 ranks, which routes
+33M transfers in 8,191 steps; docs/performance.md, "The work bound")."""
 
 WORK_PER_MEASURED_ROW = 1000
 """Work units a validation counts per measured row besides its prediction's engine work: reading
