@@ -35,6 +35,7 @@ import contextlib
 import hashlib
 import heapq
 import math
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -964,7 +965,9 @@ class FlowSimulator:
         self.lone_steps = 0
         """Steps of the contention-free pass when :meth:`run` took it (its work: about one
         instant's each); 0 when the run was event-driven."""
-        self.id = self.fabric.attach(self)
+        # a fabric of its own refers back weakly: no FlowSimulator <-> Fabric reference cycle,
+        # so reference counting frees a finished call (no full collection needed; see run())
+        self.id = self.fabric.attach(weakref.proxy(self) if self._own_fabric else self)
         self.on_finish = on_finish
         self.schedule = schedule
         self.cfg = config
@@ -1044,9 +1047,9 @@ class FlowSimulator:
         ``record`` never changes the time.
         """
         if env is None:
-            # a large run only: one full collection first (a few tens of ms) saves the passes the
-            # run's allocations would trigger; a small run keeps the collector going
-            with collector_paused(collect=True) if self.p >= _PAUSE_RANKS else contextlib.nullcontext():
+            # a large run only: its allocations would trigger full passes over the whole heap
+            # (the topology's graph included) that free nothing; a small run keeps the collector
+            with collector_paused() if self.p >= _PAUSE_RANKS else contextlib.nullcontext():
                 if self._own_fabric and not self.fabric.force_full_recompute:
                     t = self._lone_pass(fill=True, bound=_DemandBound(self))
                     if t is not None:
