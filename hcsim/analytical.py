@@ -96,20 +96,24 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     src, dst = np.divmod(pairs, p)
     # Route every pair first: routing appends to the path store, whose arrays are rebuilt
     # after each addition, so they are read once, after the last route.
-    routes, extra = [], 0
-    for a, b in zip(rank_node[src].tolist(), rank_node[dst].tolist(), strict=True):
-        ids = net.route(a, b, routing, seed, qps)
-        routes.append(ids)
-        hops = net.paths.longest(ids)
+    a_nodes, b_nodes = rank_node[src].tolist(), rank_node[dst].tolist()
+    extra = 0
+    longest, walked = net.paths.longest, net.walked
+
+    def priced(k, ids):
         # a long path's search costs more than an instant (hcsim.limits.FREE_HOPS), and so does one
         # that finds many long equal-cost paths (a torus: hcsim.limits.walk_work)
-        more = hop_work(hops) + walk_work(net.walked(a, b))
+        nonlocal extra
+        more = hop_work(longest(ids)) + walk_work(walked(a_nodes[k], b_nodes[k]))
         if more:
             extra += more
             if max_work is not None and len(pairs) * WORK_PER_INSTANT + extra > max_work:
                 if _pairs is not None:
                     _pairs[-1] = (len(pairs), schedule.algorithm, extra)
                 _check_pairs(len(pairs), schedule.algorithm, max_work, extra)
+
+    # every pair in one call (the compiled search where it pays), priced as each is routed
+    routes = net.route_many(a_nodes, b_nodes, [False] * len(a_nodes), routing, seed, qps, after=priced)
     if _pairs is not None:
         _pairs[-1] = (len(pairs), schedule.algorithm, extra)
     _, _, p_lat, p_inline, p_bw = net.paths.arrays()
