@@ -61,7 +61,7 @@ from .limits import (
     WORK_PER_ROUTED_STEP,
     WORK_UNITS,
 )
-from .parallel import map_points
+from .parallel import WORK_PER_LOCAL_WORKER, map_points, startup_work
 from .progress import check_progress, progress_bar
 from .topology.io import load_topology
 from .topology.model import ROUTING_POLICIES
@@ -490,7 +490,8 @@ class WorkBudget:
     whole command stays within one bound and a rerun stops at the same point. With
     ``per_point`` = N (N points on a Dask cluster, which run in no fixed order) every point gets
     an even share of the bound instead, ``max_work // N``, so the whole command still stays
-    within it (``True``: one point, the whole bound).
+    within it (``True``: one point, the whole bound). ``reserved`` units are taken off first:
+    what starting a local cluster's workers costs (:func:`hcsim.parallel.startup_work`).
 
     Examples
     --------
@@ -499,19 +500,28 @@ class WorkBudget:
     70
     >>> WorkBudget(100, per_point=4).left()
     25
+    >>> WorkBudget(100, per_point=4, reserved=20).left()
+    20
     """
 
-    def __init__(self, max_work: int | None, per_point: bool = False):
+    def __init__(self, max_work: int | None, per_point: bool = False, reserved: int = 0):
         if max_work is not None and (not _is_int(max_work) or max_work < 1):
             raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
-        self.max_work, self.per_point, self.spent = max_work, per_point, 0
+        self.max_work, self.per_point = max_work, per_point
+        self.reserved = reserved if max_work is not None else 0
+        if self.reserved and self.reserved >= max_work:
+            raise WorkLimitError(
+                f"max_work = {max_work}: starting the local cluster's workers alone costs about {self.reserved:,} "
+                f"units ({WORK_PER_LOCAL_WORKER:,} a worker process); use fewer --workers or none, or raise "
+                "max_work (--max-work)")
+        self.spent = self.reserved
 
     def left(self) -> int | None:
         """The bound for the next simulation (None: none); a one-line error when none is left."""
         if self.max_work is None:
             return None
         if self.per_point:
-            return max(1, self.max_work // int(self.per_point))
+            return max(1, (self.max_work - self.reserved) // int(self.per_point))
         left = self.max_work - self.spent
         if left < 1:
             raise WorkLimitError(f"max_work = {self.max_work}: this command's earlier simulations took all of it "
@@ -870,7 +880,8 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         # the points simulate() answers, in the table's order (size by size, algorithm by algorithm)
         todo = [(n, algo) for i, n in enumerate(size_list) for algo, col in zip(algorithms, fast, strict=True)
                 if reasons[i] is None and col[i] is None]
-        budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None and max(1, len(todo)))
+        budget = WorkBudget(kwargs.pop("max_work", MAX_WORK), per_point=client is not None and max(1, len(todo)),
+                            reserved=startup_work(client))
         answers = iter(map_points(_sweep_point, todo, client=client, progress=progress,
                                   shared=(topo, collective, kwargs, budget), desc=f"sweep {collective}"))
         for i, n in enumerate(size_list):

@@ -34,10 +34,32 @@ CONNECT_TIMEOUT_S = 5
 
 NEEDS_DASK = "{flag} needs the optional extra hcsim[dask]: pip install 'hcsim[dask]'"
 
-WORKERS_PER_CPU = 4
+WORKERS_PER_CPU = 1
 """A local cluster has at most this many worker processes per CPU of this machine: each is
-one busy thread, so more only add start-up time and memory (a mistyped ``--workers 1000``
-would otherwise start a thousand interpreters)."""
+one busy thread, so more than the CPUs only add start-up time and memory (each costs about
+1.5 s of CPU before its first point: :data:`WORK_PER_LOCAL_WORKER`)."""
+
+WORK_PER_LOCAL_WORKER = 1_500_000
+"""Work units (about 1 us each, :data:`hcsim.limits.MAX_WORK`'s) a worker process of a local
+cluster costs before its first point. Measured on a 2-core machine: a cluster of 2 started and
+closed, 1.7 s of CPU over the process tree (an interpreter importing hcsim, pandas and Dask in
+each, the scheduler); loading the engine's compiled kernels from numba's cache, 0.7 s more in
+each worker. A command's bound pays for them first (:func:`startup_work`); a remote cluster's
+workers are already running and cost nothing here."""
+
+_LOCAL_WORKERS: dict = {}  # id(client) -> worker processes dask_client started for it
+
+
+def startup_work(client) -> int:
+    """Work units the local cluster behind ``client`` cost to start (0 for None or a remote
+    cluster): :data:`WORK_PER_LOCAL_WORKER` per worker process.
+
+    Examples
+    --------
+    >>> startup_work(None)
+    0
+    """
+    return WORK_PER_LOCAL_WORKER * _LOCAL_WORKERS.get(id(client), 0) if client is not None else 0
 
 
 def map_points(fn, items, *, client=None, progress=None, desc: str = "", shared=None) -> list:
@@ -116,18 +138,19 @@ def _map_on_client(client, fn, items, progress, desc, shared) -> list:
 
 
 def max_local_workers() -> int:
-    """The most worker processes :func:`dask_client` starts here (:data:`WORKERS_PER_CPU` per CPU).
+    """The most worker processes :func:`dask_client` starts here (:data:`WORKERS_PER_CPU` per CPU,
+    and at least 2, so that a one-CPU machine can still check a parallel run against a serial one).
 
     Examples
     --------
-    >>> max_local_workers() >= WORKERS_PER_CPU
+    >>> max_local_workers() >= 2
     True
     """
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not on Linux
         cpus = os.cpu_count() or 1
-    return WORKERS_PER_CPU * cpus
+    return max(2, WORKERS_PER_CPU * cpus)
 
 
 SCHEDULER_ADDRESS = re.compile(r"(tcp|tls)://[^\s:/]+:\d{1,5}")
@@ -186,7 +209,11 @@ def dask_client(workers=None, scheduler=None, *, flags: bool = False):
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                           scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"},
                           silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
-            yield client
+            _LOCAL_WORKERS[id(client)] = workers
+            try:
+                yield client
+            finally:
+                _LOCAL_WORKERS.pop(id(client), None)
         return
     host, port = scheduler.split("://", 1)[1].rsplit(":", 1)
     try:  # a refused or unroutable address fails here at once, not after Dask's retries

@@ -543,7 +543,7 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
     """
     import pandas as pd
 
-    from .parallel import map_points
+    from .parallel import map_points, startup_work
     from .scenario import load_scenario
 
     source = _source(scenario)
@@ -595,7 +595,7 @@ def plan(scenario, space=None, *, target_step_ms=None, target_collective_ms=None
     from .limits import MAX_JOB_WORK
 
     budget = WorkBudget(base.options["max_work"] if "max_work" in base.options else MAX_JOB_WORK,
-                        per_point=client is not None and max(1, len(tasks)))
+                        per_point=client is not None and max(1, len(tasks)), reserved=startup_work(client))
     results = map_points(_evaluate, tasks, client=client, progress=progress, desc="plan", shared=budget)
     ran = [res for res in results if res["status"] == "ok"]
     if not found and ran and all(math.isnan(res["collective_ms"]) for res in ran):

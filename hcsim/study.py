@@ -18,7 +18,7 @@ from .api import (
 from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
 from .limits import MAX_WORK
-from .parallel import map_points
+from .parallel import map_points, startup_work
 from .progress import check_progress
 from .topology.io import load_topology
 
@@ -87,7 +87,8 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
         races = [(size, fast_auto[i] if fast_auto else None,
                   {algo: fast_rivals[algo][i][0] for algo in cands if fast_rivals and fast_rivals[algo][i] is not None})
                  for i, size in enumerate(size_list)]
-        budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None and max(1, len(races)))
+        budget = WorkBudget(kwargs.get("max_work", MAX_WORK), per_point=client is not None and max(1, len(races)),
+                            reserved=startup_work(client))
         for kw in (auto_kw, rival_kw):
             kw.pop("max_work", None)
         raced = list(map_points(_race, races, client=client, progress=progress, desc=f"select {collective}",

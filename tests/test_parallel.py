@@ -234,10 +234,32 @@ def test_a_local_cluster_is_bounded_by_the_machine(monkeypatch):
     from hcsim import parallel
 
     monkeypatch.setattr(parallel.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert parallel.max_local_workers() == 2 * parallel.WORKERS_PER_CPU
-    with pytest.raises(ConfigError, match=rf"^--workers = 100000: at most {2 * parallel.WORKERS_PER_CPU} worker "
+    assert parallel.max_local_workers() == max(2, 2 * parallel.WORKERS_PER_CPU)
+    with pytest.raises(ConfigError, match=rf"^--workers = 100000: at most {parallel.max_local_workers()} worker "
                        r"processes on this machine .* give --scheduler\)$"), dask_client(100_000, flags=True):
         pass
+    # one worker per CPU: more would only add start-up (each about 1.5 s of CPU), never speed
+    with pytest.raises(ConfigError, match=r"^--workers = 3: at most 2 worker processes"), dask_client(3, flags=True):
+        pass
+
+
+@needs_dask
+def test_a_local_clusters_start_up_is_paid_from_the_commands_bound(client):
+    """Each local worker costs WORK_PER_LOCAL_WORKER units before its first point: the points
+    share what is left of max_work, and a bound the start-up alone passes is refused first."""
+    from hcsim import parallel
+    from hcsim.api import WorkBudget
+
+    assert parallel.startup_work(client) == 2 * parallel.WORK_PER_LOCAL_WORKER
+    assert parallel.startup_work(None) == 0
+    assert WorkBudget(5_000_000, per_point=4, reserved=parallel.startup_work(client)).left() == 500_000
+    with pytest.raises(hcsim.errors.WorkLimitError, match=r"^max_work = 2500000: starting the local cluster's "
+                       r"workers alone costs about 3,000,000 units"):
+        hcsim.sweep(_small_leaf_spine(), "allreduce", sizes=["1K"], algorithms=["ring"], client=client,
+                    max_work=2_500_000)
+    # the same bound on no cluster runs the point
+    assert hcsim.sweep(_small_leaf_spine(), "allreduce", sizes=["1K"], algorithms=["ring"],
+                       max_work=2_500_000)["time_us"].notna().all()
 
 
 @needs_dask
