@@ -225,3 +225,18 @@ def test_cli_best_across_servers_for_point_to_point(capsys):
     assert main(["sweep", "--op", "sendrecv", "--algo", "best", "-t", "atlas900-a2-pod", "--servers", "2",
                  "-b", "8", "-e", "8"]) == 0
     assert "algorithm best (ran: ring)" in capsys.readouterr().out
+
+
+def test_cli_draw_refuses_a_topology_too_large_to_draw_in_one_line(tmp_path, capsys, monkeypatch):
+    """Drawing costs about 30 us a link: past MAX_DRAW_LINKS it is refused before any drawing."""
+    from hcsim import plot
+
+    links = hcsim.load_topology("atlas800t-a2").graph.number_of_edges()
+    monkeypatch.setattr(plot, "MAX_DRAW_LINKS", links - 1)
+    png = tmp_path / "t.png"
+    assert main(["topo", "show", "atlas800t-a2", "--draw", str(png)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"has {links:,} links, more than the {links - 1:,}" in err
+    assert not png.exists()
+    monkeypatch.setattr(plot, "MAX_DRAW_LINKS", links)
+    assert main(["topo", "show", "atlas800t-a2", "--draw", str(png)]) == 0 and png.exists()
