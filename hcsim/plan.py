@@ -337,6 +337,7 @@ def _refusal(exc: WorkLimitError, budget) -> str:
 
 
 def _run_point(task: dict, out: dict, budget=None) -> None:
+    from .limits import MAX_NPUS, topology_work
     from .scenario import load_scenario
     from .topology.io import topology_from_dict
     from .workload import run
@@ -352,7 +353,17 @@ def _run_point(task: dict, out: dict, budget=None) -> None:
         servers = out["servers"] = npus // per
     if servers is None:
         servers = doc.get("servers")
+    if (task["scalable"] and task["generator"] is not None and task["dp_auto"] and type(servers) is int
+            and 1 <= servers <= MAX_NPUS):  # (anything else: the build below says what is wrong)
+        # an NPU count that no tp x pp divides is invalid before the (large) topology is built
+        per = topology_from_dict(tdoc, "topology", servers=1).num_npus
+        out["servers"], out["npus"] = servers, per * servers
+        layout = doc.get("layout") or {}
+        _check_tp(layout.get("tp", 1), per)
+        _filled_dp(per * servers, layout.get("tp", 1), layout.get("pp", 1))
     topo = topology_from_dict(tdoc, "topology", **({} if servers is None else {"servers": servers}))
+    if budget is not None:  # the point's own topology, built and (when it runs) compiled: paid first
+        budget.spend(topology_work(topo, built=True))
     specs = [topo.npu_spec(n) for n in topo.npus]
     counts: dict = {}
     for s in specs:
@@ -365,10 +376,7 @@ def _run_point(task: dict, out: dict, budget=None) -> None:
     if gen is not None:
         layout = doc["layout"] = dict(doc.get("layout") or {})
         tp, pp = layout.get("tp", 1), layout.get("pp", 1)
-        per = max(counts.values())
-        if tp > per or per % tp:
-            raise bad_value("tp", tp, f"a divisor of the {per} NPUs of one server (a TP group stays inside a "
-                            "server, on HCCS)")
+        _check_tp(tp, max(counts.values()))
         if task["dp_auto"]:
             layout["dp"] = _filled_dp(world, tp, pp)
         gb = task["global_batch"]
@@ -384,7 +392,9 @@ def _run_point(task: dict, out: dict, budget=None) -> None:
                 if not dp or not isinstance(mb, int) or gb % (mb * dp):
                     raise bad_value("global_batch", gb, f"a multiple of micro_batch x dp = {mb} x {dp}")
                 params["micro_batches"] = gb // (mb * dp)
-    s = load_scenario(doc, servers=servers)
+    doc["topology"] = topo  # built above: not built again
+    doc.pop("servers", None)
+    s = load_scenario(doc)
     workload = s.workload
     options = dict(s.options)
     refused = []
@@ -415,6 +425,13 @@ def _run_point(task: dict, out: dict, budget=None) -> None:
         f" (policy best: the work bound refused {', '.join(refused)}; raise options.max_work)" if refused else "")
     if task["collective"] is not None:
         out["collective_ms"] = collective_ms(times, task["collective"])
+
+
+def _check_tp(tp, per: int) -> None:
+    """A TP group stays inside a server: ``tp`` must divide its ``per`` NPUs."""
+    if tp > per or per % tp:
+        raise bad_value("tp", tp, f"a divisor of the {per} NPUs of one server (a TP group stays inside a "
+                        "server, on HCCS)")
 
 
 def _filled_dp(world: int, tp: int, pp: int) -> int:

@@ -294,6 +294,10 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
 
 
 def _topology(value, base: Path, servers):
+    if isinstance(value, Topology):  # a mapping's topology, built already (a plan point's)
+        if servers is not None:
+            raise _bad("servers", servers, "no server count with a topology given as a Topology object")
+        return value
     kw = {} if servers is None else {"servers": servers}
     if isinstance(value, dict):
         try:

@@ -790,7 +790,8 @@ def whatif(scenario, perturbations, *, combined: bool = False, results: bool = F
                                                                                                strict=True)]
     if combined and len(parsed) > 1:
         cases.append(("combined", "; ".join(p.describe() for p in parsed), parsed, fields))
-    return _compare(cases, lambda ps, fs: _perturbed(s, ps, fs) if ps else s, results, progress)
+    with s.topology.unchanged():  # the cases on the baseline's topology check its graph once, not each
+        return _compare(cases, lambda ps, fs: _perturbed(s, ps, fs) if ps else s, results, progress)
 
 
 def whatif_collective(topology, collective: str, size, perturbations, *, algorithm="auto", ranks=None,
@@ -844,17 +845,22 @@ def _compare(cases, make, keep: bool, progress):
     import pandas as pd
 
     from .api import WorkBudget
-    from .limits import MAX_JOB_WORK
+    from .limits import MAX_JOB_WORK, topology_work
     from .progress import progress_bar
     from .workload import run
 
-    rows, kept, budget = [], {}, None
+    rows, kept, budget, base_topo = [], {}, None, None
     with progress_bar(len(cases), "what-if", progress) as bar:
         for case, words, ps, fs in cases:
             try:
+                if budget is not None:
+                    budget.left()  # nothing left: refused before its topology is even copied
                 s = make(ps, fs)
                 if budget is None:  # the cases share the baseline's work bound (hcsim.api.WorkBudget)
                     budget = WorkBudget(s.options["max_work"] if "max_work" in s.options else MAX_JOB_WORK)
+                    base_topo = s.topology
+                # a case pays for its topology first: its run's tables, and a perturbed copy's building
+                budget.spend(topology_work(s.topology, built=s.topology is not base_topo))
                 r = run(s.topology, s.workload, **{**s.options, "max_work": budget.left()}, progress=False)
                 budget.spend(r.config["work"])
             except HcsimError as exc:
