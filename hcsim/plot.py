@@ -56,6 +56,16 @@ MAX_DRAW_LINKS = 100_000
 1,000-NPU full mesh's 999,000 about 31 s). Past a few thousand NPUs a drawing is a blur anyway."""
 
 
+def check_drawable(topo, what: str) -> None:
+    """Refuse, in one line, to draw a topology of more than :data:`MAX_DRAW_LINKS` links."""
+    from .errors import ConfigError
+
+    links = topo.graph.number_of_edges()
+    if links > MAX_DRAW_LINKS:
+        raise ConfigError(f"{what}: topology {topo.name!r} has {links:,} links, more than the {MAX_DRAW_LINKS:,} "
+                          "a drawing takes (about 3 s); draw a smaller instance of it (fewer servers or NPUs)")
+
+
 def draw_topology(topo, path) -> Path:
     """Draw a topology: NPUs by server, switches and NICs, links coloured by tier.
 
@@ -63,12 +73,7 @@ def draw_topology(topo, path) -> Path:
     :class:`~hcsim.errors.ConfigError`) before anything is drawn."""
     import networkx as nx
 
-    from .errors import ConfigError
-
-    links = topo.graph.number_of_edges()
-    if links > MAX_DRAW_LINKS:
-        raise ConfigError(f"draw: topology {topo.name!r} has {links:,} links, more than the {MAX_DRAW_LINKS:,} "
-                          "a drawing takes (about 3 s); draw a smaller instance of it (fewer servers or NPUs)")
+    check_drawable(topo, "draw")
     plt = _pyplot()
     g = topo.graph.to_undirected(as_view=False)
     colors = {"npu": "#d62728", "switch": "#1f77b4", "nic": "#2ca02c", "pcie": "#9467bd"}

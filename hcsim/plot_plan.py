@@ -508,6 +508,9 @@ def plot_link_utilization(topology, links, path=None, top: int | None = None, vm
         raise bad_value("top", top, "a number of links >= 0, or None")
     if vmax is not None and not (isinstance(vmax, (int, float)) and vmax > 0 and math.isfinite(vmax)):
         raise bad_value("vmax", vmax, "a utilisation > 0, or None")
+    from .plot import check_drawable
+
+    check_drawable(topo, "plot_link_utilization")
     g = topo.graph
     util = _undirected_utilization(table, g, topo.name)
     edges = sorted({_key(u, v) for u, v in g.edges()})

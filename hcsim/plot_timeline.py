@@ -3,6 +3,7 @@ matplotlib is imported inside the function, like :mod:`hcsim.plot`."""
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 from .errors import bad_value
@@ -47,13 +48,19 @@ def plot_timeline(result, path=None, ranks=None, title: str | None = None):
     if ranks is None:
         chosen = every[:DEFAULT_MAX_RANKS]
     else:
+        if isinstance(ranks, (str, bytes)):
+            raise bad_value("ranks", ranks, "a list of rank numbers")
+        known, picked = set(every), set()
         try:
-            chosen = sorted({int(r) for r in ranks})
-        except (TypeError, ValueError):
+            for r in ranks:  # the first rank the job lacks stops it (range(10**12) is not built)
+                if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+                    raise TypeError
+                if int(r) not in known:
+                    raise bad_value("ranks", r, f"a rank of the job (0 to {max(every, default=0)} with operations)")
+                picked.add(int(r))
+        except TypeError:
             raise bad_value("ranks", ranks, "a list of rank numbers") from None
-        missing = [r for r in chosen if r not in every]
-        if missing:
-            raise bad_value("ranks", missing[0], f"a rank of the job (0 to {max(every, default=0)} with operations)")
+        chosen = sorted(picked)
     part = ran[ran["rank"].isin(chosen)]
     streams = sorted(set(part["stream"].astype(str)), key=lambda s: (s != "compute", s))
     rows = [(r, s) for r in chosen for s in streams if ((part["rank"] == r) & (part["stream"] == s)).any()]

@@ -280,3 +280,8 @@ def test_plot_timeline(tmp_path):
         plot_timeline(r, ranks=[7])
     with pytest.raises(HcsimError, match="ranks"):
         plot_timeline(r, ranks="x")
+    with pytest.raises(HcsimError, match=r"^ranks = 2.5: a list of rank numbers|^ranks = \[0, 2.5\]"):
+        plot_timeline(r, ranks=[0, 2.5])
+    # a huge range stops at its first rank the job lacks: nothing is built from it
+    with pytest.raises(HcsimError, match=r"^ranks = 4: a rank of the job \(0 to 3 with operations\)$"):
+        plot_timeline(r, ranks=range(10**12))

@@ -348,3 +348,13 @@ def test_bad_x_and_bad_whatif_or_link_input_in_one_line():
         plot_link_utilization(topo, links, top=-1)
     with pytest.raises(HcsimError, match="links = "):
         plot_link_utilization(topo, "links.csv")
+
+
+def test_link_heatmap_refuses_a_topology_too_large_to_draw(monkeypatch):
+    from hcsim import plot
+
+    topo = leaf_spine(2, 2, 2, 100e9)
+    r = link_job(topo, list(range(4)))
+    monkeypatch.setattr(plot, "MAX_DRAW_LINKS", topo.graph.number_of_edges() - 1)
+    with pytest.raises(HcsimError, match=r"^plot_link_utilization: topology .* links, more than the "):
+        plot_link_utilization(topo, r)

@@ -8,7 +8,7 @@ import pytest
 
 from hcsim.errors import ConfigError
 from hcsim.topology.builders import full_mesh
-from hcsim.workload import run
+from hcsim.workload import generators, run
 from hcsim.workload.generators import (
     DDP_BUCKET_BYTES,
     DDP_FIRST_BUCKET_BYTES,
@@ -372,3 +372,18 @@ def test_overlap_hides_gradient_allreduce():
 def test_training_step_runs_on_atlas800t_a2():
     r = run("atlas800t-a2", training_step(TINY, Layout(tp=2, pp=2, dp=2), None, micro_batches=2))
     assert r.step_time_s > 0
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: generators.routing_matrix([1], [1], top_k=[1]), r"^routing: ep = \[1\]: an integer from 1 to "),
+    (lambda: generators.routing_matrix(10**7, 5), r"^routing: ep = 10000000: an integer from 1 to "),
+    (lambda: generators.routing_matrix(2, 10, 3), r"^routing: top_k = 3: an integer from 1 to 2$"),
+    (lambda: generators.routing_matrix(2, -1), r"^routing: tokens = -1: "),
+    (lambda: generators.gradient_buckets(np.int64(4)), r"^grad_bytes = np.int64\(4\): a list of each layer"),
+    (lambda: generators.gradient_buckets("x"), r"^grad_bytes = 'x': "),
+    (lambda: generators.gradient_buckets([4, None]), r"^grad_bytes\[1\] = None: "),
+    (lambda: generators.gradient_buckets([4], bucket_bytes=0), r"^bucket_bytes = 0: "),
+])
+def test_generator_helpers_refuse_bad_arguments_in_one_line(call, match):
+    with pytest.raises(ConfigError, match=match):
+        call()

@@ -263,6 +263,15 @@ def gradient_buckets(grad_bytes, bucket_bytes: int = DDP_BUCKET_BYTES,
     >>> gradient_buckets([4, 4, 4, 10, 1], bucket_bytes=8, first_bucket_bytes=4)
     [[0], [1, 2], [3], [4]]
     """
+    from ..topology.spec import integer
+
+    if isinstance(grad_bytes, (str, bytes)) or not isinstance(grad_bytes, (list, tuple, np.ndarray)):
+        raise bad_value("grad_bytes", grad_bytes, "a list of each layer's gradient bytes")
+    if len(grad_bytes) > MAX_JOB_OPS:
+        raise bad_value("grad_bytes", f"{len(grad_bytes):,} layers", f"at most {MAX_JOB_OPS:,} (hcsim.limits.MAX_JOB_OPS)")
+    grad_bytes = [integer(f"grad_bytes[{i}]", b, 0) for i, b in enumerate(grad_bytes)]
+    bucket_bytes = integer("bucket_bytes", bucket_bytes, 1)
+    first_bucket_bytes = integer("first_bucket_bytes", first_bucket_bytes, 1)
     buckets, cur, size = [], [], 0
     for i, b in enumerate(grad_bytes):
         cur.append(i)
@@ -364,6 +373,10 @@ def _largest_remainder(total: int, weights: np.ndarray) -> np.ndarray:
     return out
 
 
+MAX_TOKENS = 1 << 40
+"""Most tokens :func:`routing_matrix` routes from one rank (a count, not a size: far past any batch)."""
+
+
 def routing_matrix(ep: int, tokens: int, top_k: int = 1, experts: int | None = None, *, routing: str = "uniform",
                    skew: float = 1.0, routing_file=None, gen: str = "routing") -> np.ndarray:
     """Token-expert assignments from each rank of an expert group to each (``ep x ep``).
@@ -385,7 +398,13 @@ def routing_matrix(ep: int, tokens: int, top_k: int = 1, experts: int | None = N
     >>> routing_matrix(2, 10, 1, 4, routing="skewed", skew=1.0).tolist()
     [[7, 3], [7, 3]]
     """
-    experts = ep if experts is None else experts
+    from ..limits import MAX_NPUS
+    from ..topology.spec import integer
+
+    ep = integer(f"{gen}: ep", ep, 1, MAX_NPUS)
+    tokens = integer(f"{gen}: tokens", tokens, 0, MAX_TOKENS)
+    experts = ep if experts is None else integer(f"{gen}: experts", experts, 1, MAX_NPUS * 1024)
+    top_k = integer(f"{gen}: top_k", top_k, 1, experts)
     if routing == "file":
         return _routing_file(routing_file, ep, gen)
     if routing_file is not None:
