@@ -1246,15 +1246,19 @@ class _Table:
         with np.errstate(divide="ignore", invalid="ignore"):
             algbw = np.where(t > 0, size / t / GB, np.inf)
         algbw[~ok] = math.nan
-        factor = np.array([BUSBW_FACTOR[self.collective](r) for r in self.ranks], dtype=float)
-        cols = {"collective": [self.collective] * n, "algorithm": self.algorithm, "mode": self.modes,
-                "ranks": self.ranks, "size_bytes": self.size, "time_us": t * 1e6, "algbw_GBps": algbw,
-                "busbw_GBps": algbw * factor}
+        ranks = np.array(self.ranks, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        busbw = BUSBW_FACTOR[self.collective]
+        factor = {r: busbw(r) for r in set(self.ranks)}  # one per rank count, not per row
+        text = lambda values: np.array(values, dtype=object)  # noqa: E731 (no per-column type inference)
+        cols = {"collective": np.full(n, self.collective, dtype=object), "algorithm": text(self.algorithm),
+                "mode": text(self.modes), "ranks": ranks, "size_bytes": size, "time_us": t * 1e6,
+                "algbw_GBps": algbw,
+                "busbw_GBps": algbw * np.array([factor[r] for r in self.ranks], dtype=float)}
         for name in self.order:
             if name == "selected":
-                cols["selected"] = [math.nan if x is None else x for x in self.selected]
+                cols["selected"] = text([math.nan if x is None else x for x in self.selected])
             else:
-                cols["refused"] = ["" if x is None else x for x in self.refused]
+                cols["refused"] = text(["" if x is None else x for x in self.refused])
         import pandas as pd
 
-        return pd.DataFrame(cols)
+        return pd.DataFrame(cols, copy=False)
