@@ -20,13 +20,27 @@ def _pyplot():
 
 
 def _save(fig, path) -> Path:
+    """Write ``fig`` to ``path`` (its folders made as needed) and close it; a path that is not a
+    picture file matplotlib writes, or cannot be written, is a one-line error."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    from .errors import ConfigError, bad_value
+
+    try:
+        path = Path(path)
+        formats = fig.canvas.get_supported_filetypes()
+        if path.suffix.lower().lstrip(".") not in formats:
+            raise bad_value("path", str(path), "a picture file ending .png, .pdf or .svg (or another suffix "
+                            "matplotlib writes: " + ", ".join(sorted(formats)) + ")")
+        fig.tight_layout()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path, dpi=120)
+    except TypeError:
+        raise bad_value("path", path, "a file path (str or Path)") from None
+    except OSError as exc:
+        raise ConfigError(f"path = {str(path)!r}: cannot be written ({exc.strerror or type(exc).__name__})") from None
+    finally:
+        plt.close(fig)
     return path
 
 

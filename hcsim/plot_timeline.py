@@ -4,7 +4,6 @@ matplotlib is imported inside the function, like :mod:`hcsim.plot`."""
 from __future__ import annotations
 
 import numbers
-from pathlib import Path
 
 from .errors import bad_value
 
@@ -94,4 +93,4 @@ def plot_timeline(result, path=None, ranks=None, title: str | None = None):
         return fig
     from .plot import _save
 
-    return _save(fig, Path(path))
+    return _save(fig, path)

@@ -285,3 +285,19 @@ def test_plot_timeline(tmp_path):
     # a huge range stops at its first rank the job lacks: nothing is built from it
     with pytest.raises(HcsimError, match=r"^ranks = 4: a rank of the job \(0 to 3 with operations\)$"):
         plot_timeline(r, ranks=range(10**12))
+
+
+@pytest.mark.parametrize("path, match", [
+    ("timeline.json", r"^path = '.*timeline.json': a picture file ending .png, .pdf or .svg"),
+    (5, r"^path = 5: a file path"),
+])
+def test_plot_timeline_refuses_a_path_it_cannot_write_in_one_line(tmp_path, path, match):
+    from hcsim.plot_timeline import plot_timeline
+
+    r = run("atlas800t-a2", _overlap_job())
+    with pytest.raises(HcsimError, match=match):
+        plot_timeline(r, tmp_path / path if isinstance(path, str) else path)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(HcsimError, match=r"^path = '.*file/t.png': cannot be written"):
+        plot_timeline(r, blocker / "t.png")
