@@ -66,10 +66,11 @@ def test_nccl_backend_runs_nccl_tests_with_nccl_algo(tmp_path):
         b.run("allreduce", [8], algorithm="Warp")
 
 
-def test_backends_say_in_one_line_why_they_cannot_run():
-    assert HcclBackend(bin_dir="/nonexistent", devices=0).available() == "no Ascend NPU found (/dev/davinci* absent)"
-    assert "hccl_test not found" in HcclBackend(bin_dir="/nonexistent", devices=8).available()
-    assert NcclBackend(bin_dir="/nonexistent", gpus=0).available() == "no NVIDIA GPU found (nvidia-smi lists none)"
+def test_backends_say_in_one_line_why_they_cannot_run(tmp_path):
+    missing = str(tmp_path / "missing")  # a folder that surely does not exist (not a fixed path someone may make)
+    assert HcclBackend(bin_dir=missing, devices=0).available() == "no Ascend NPU found (/dev/davinci* absent)"
+    assert "hccl_test not found" in HcclBackend(bin_dir=missing, devices=8).available()
+    assert NcclBackend(bin_dir=missing, gpus=0).available() == "no NVIDIA GPU found (nvidia-smi lists none)"
     with pytest.raises(hcsim.ConfigError, match="backend nccl: no NVIDIA GPU"):
         NcclBackend(gpus=0).run("allreduce", [8])
     with pytest.raises(hcsim.ConfigError, match="backend = 'cuda'"):
