@@ -20,7 +20,8 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
    not published, its parent MPICH's defaults, :func:`mpich_default_rule`; for RCCL on one 8-GPU
    MI300X node, its MSCCL all-pairs programs and its own rings, :func:`rccl_msccl_rule`), else HCCL's choice as
    ``hcsim validate`` does, run without HCCL's CCL-buffer loops on a system that is not an
-   Ascend one;
+   Ascend one; a row whose library does local work the schedule does not carry (the MPI
+   libraries' Bruck alltoall, :func:`library_local_seconds`) has that work added;
 4. reports per system the median and 90th percentile of |error| over the predicted rows, over
    all sizes and over sizes of at least 1 MiB (hcsim's size: the whole buffer, nccl-tests'
    convention), and the fastest-algorithm agreement where a file compares algorithms at a size
@@ -449,6 +450,10 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     ``regimes`` (default) a transport whose protocols are known facts (:data:`TRANSPORT_REGIMES`)
     is fitted with them, LL's share lowered where the system's corpus entry gives NCCL's absolute
     LL cap (``nccl_ll_max_GBps``, :func:`nccl_ll_efficiency`).
+
+    Rows whose library does local work the schedule does not carry get it added to their
+    prediction (``local_us``, :func:`library_local_seconds`, on the transports of
+    :data:`LIBRARY_LOCAL_WORK`; the calibration points, allreduces, have none).
 
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
