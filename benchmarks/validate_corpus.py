@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         with pd.option_context("display.width", 200, "display.max_rows", None):
             for system, rows in df.attrs["rows"].items():
                 print(f"\n## {system}")
-                keep = [c for c in ("collective", "ranks", "size_bytes", "algorithm", "time_us", "predicted_us",
+                keep = [c for c in ("collective", "ranks", "size_bytes", "algorithm", "time_us", "predicted_us", "local_us",
                                     "error", "calibration") if c in rows.columns]
                 print(rows[keep].to_string(index=False))
     print(f"\n# {datetime.date.today().isoformat()}, {took:.0f} s")

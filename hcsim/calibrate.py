@@ -87,6 +87,37 @@ rank reduces at four times its transfer rate, and a reduce-scatter step costs 1.
 step. Used by the corpus for MPI ranks (:data:`hcsim.corpus.CPU_RANK_TRANSPORTS`)."""
 
 
+CACHE_LINE_BYTES = 64
+"""The x86 cache line: the unit every load and store moves between a core and memory (Intel 64 and
+IA-32 Architectures Optimization Reference Manual; the corpus's MPI nodes are Xeons)."""
+
+BLOCK_OPERATION_LINES = 3
+"""Cache lines of memory traffic one block-at-a-time copy costs a CPU rank however small the block:
+a line of the source read, a line of the destination read for ownership and that line written back
+(a write-allocate copy moves three streams where it copies two: McCalpin's STREAM notes on counting
+bytes). With :data:`CACHE_LINE_BYTES`, 192 bytes at the rank's share of its node's memory
+bandwidth (the topology's rank links as built: a spec figure, not the fitted rate). Used for the
+datatype work of MPI libraries' Bruck alltoall (:func:`block_operation_seconds`); not a fitted
+number, but its use for blocks that sit in cache is a hypothesis (docs/validation.md, change 25)."""
+
+
+def block_operation_seconds(operations: int, rank_Bps: float) -> float:
+    """Seconds ``operations`` block-at-a-time copies take one CPU rank whose share of its node's
+    memory bandwidth is ``rank_Bps``: :data:`BLOCK_OPERATION_LINES` cache lines of
+    :data:`CACHE_LINE_BYTES` each.
+
+    Examples
+    --------
+    Open MPI's Bruck alltoall on 64 ranks (640 block operations) on a CSD3 cclake rank (8.8 GB/s):
+
+    >>> round(block_operation_seconds(640, 8.8e9) * 1e6, 2)
+    13.96
+    """
+    if isinstance(operations, bool) or not isinstance(operations, numbers.Integral) or operations < 0:
+        raise bad_value("operations", operations, "a whole number >= 0")
+    return int(operations) * BLOCK_OPERATION_LINES * CACHE_LINE_BYTES / _positive("rank_Bps", rank_Bps, 1e15)
+
+
 def _positive(name: str, value, upper: float = 1e30) -> float:
     """``value`` as a float in (0, upper], or a one-line error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= upper:

@@ -2,15 +2,19 @@
 
 * Open MPI's own algorithm choice (coll_tuned's fixed decision rules) for the rows of an Open MPI
   system, with the neighbour-exchange allgather and the Bruck alltoall it runs;
-* the rail-optimised leaf-spine (every NPU pinned to its own NIC and rail switch).
+* the rail-optimised leaf-spine (every NPU pinned to its own NIC and rail switch);
+* the libraries' local block work in a Bruck alltoall (counted from their code, three cache lines a
+  block at the rank's memory share).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import hcsim
+import hcsim.corpus
 from hcsim.corpus import open_mpi_fixed_rule
 from hcsim.topology import full_mesh, leaf_spine, single_switch
 
@@ -163,3 +167,36 @@ def test_one_clusters_two_networks_fit_one_rank_rate():
     assert roce["link_scale"]["roce@4.8GBps"] == pytest.approx(ib["ib@4.8GBps"], rel=0.05)
     assert roce_topo.link_spec("leaf0", "spine0").bandwidth_Bps == 3.125e9
     assert fit("25 Gb/s Ethernet (RoCE), Open MPI 4.0.3")[1]["link_scale"] == {"roce@3.125GBps": pytest.approx(0.186, rel=0.02)}
+
+
+def test_bruck_block_operations_counted_from_the_libraries_code():
+    # Open MPI: pack, unpack and copy back each step's blocks (3 passes); MPICH: pack and unpack (2);
+    # both then copy every block once in the final rotation. 8 ranks: bits 1, 2, 4 hold 4 slots each.
+    from hcsim.algorithms.bruck import local_block_operations
+
+    assert local_block_operations(8) == 3 * 12 + 8
+    assert local_block_operations(8, "mpich") == 2 * 12 + 8
+    assert (local_block_operations(64), local_block_operations(64, "mpich")) == (640, 448)
+    with pytest.raises(hcsim.HcsimError):
+        local_block_operations(64, "nccl")
+
+
+def test_library_local_work_is_three_cache_lines_a_block_at_the_spec_memory_share():
+    from hcsim.calibrate import block_operation_seconds
+    from hcsim.corpus import _add_local_work, library_local_seconds
+
+    assert block_operation_seconds(640, 8.8e9) == pytest.approx(640 * 192 / 8.8e9)
+    assert library_local_seconds("openmpi", "alltoall", "bruck", 64, 8.8e9) == pytest.approx(640 * 192 / 8.8e9)
+    assert library_local_seconds("intel-mpi", "alltoall", "bruck", 64, 4.8e9) == pytest.approx(448 * 192 / 4.8e9)
+    for transport, coll, algo in (("openmpi", "alltoall", "mesh"), ("openmpi", "allgather", "bruck"),
+                                  ("hccl", "alltoall", "bruck"), (None, "alltoall", "bruck")):
+        assert library_local_seconds(transport, coll, algo, 64, 8.8e9) == 0.0
+    rows = pd.DataFrame({"collective": ["alltoall", "alltoall"], "algorithm": ["bruck", "mesh"], "ranks": [64, 64],
+                         "size_bytes": [64, 65536], "time_us": [20.0, 100.0], "predicted_us": [6.0, 90.0],
+                         "error": [-0.7, -0.1]})
+    system = {"transport": "openmpi", "topology": hcsim.corpus.PUBLISHED / "csd3_cclake_2nodes_hdr100_ib.yaml"}
+    out = _add_local_work(rows, system)
+    assert out["local_us"].tolist() == pytest.approx([640 * 192 / 8.8e9 * 1e6, 0.0])
+    assert out["predicted_us"].tolist() == pytest.approx([6.0 + 640 * 192 / 8.8e3, 90.0])
+    assert out["error"].tolist() == pytest.approx([(6.0 + 640 * 192 / 8.8e3) / 20.0 - 1, -0.1])
+    assert "local_us" not in _add_local_work(rows, {**system, "transport": "nccl-net"}).columns

@@ -12,8 +12,11 @@ last bit, the block rank r-i has for r. A final local rotation puts the blocks i
 
 ceil(log2 p) steps, each moving the blocks whose slot has that bit set (about half of them):
 sum over bits d of (a + c_d (n/p) b), c_d = #{1 <= i < p : i & d}. Fewer steps than the
-linear or pairwise exchange for more bytes: a small-message algorithm. The two local
-rotations are memory copies, not priced.
+linear or pairwise exchange for more bytes: a small-message algorithm. The schedule prices the
+communication only; the libraries' local work on the blocks (the rotations, and in every step
+an indexed datatype of the c_d blocks packed and unpacked) is counted by
+:func:`local_block_operations` and priced where the library is known
+(:func:`hcsim.corpus.library_local_seconds`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,48 @@ def cost_alltoall(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
         total += m.alpha_s + len(_slots(p, d)) * b * m.beta_s_per_B
         d <<= 1
     return total
+
+
+BLOCK_PASSES = {"openmpi": 3, "mpich": 2}
+"""How many times a library's Bruck alltoall handles each block of a step one block at a time,
+through the indexed datatype it builds for that step:
+
+* Open MPI (``ompi_coll_base_alltoall_intra_bruck``, ompi/mca/coll/base/coll_base_alltoall.c, the
+  int-count version of the 3.x and 4.0 series that coll_tuned runs below 200 bytes a peer): the
+  ``sendrecv`` packs the step's blocks out of ``tmpbuf`` and unpacks them into ``rbuf`` with the
+  step's ``new_ddt``, then ``ompi_datatype_copy_content_same_ddt(new_ddt, ...)`` copies them back
+  into ``tmpbuf``: 3;
+* MPICH (``MPIR_Alltoall_intra_brucks``, src/mpi/coll/alltoall/alltoall_intra_brucks.c):
+  ``MPIR_Pack_impl`` with the step's indexed-block type, then the ``MPIC_Sendrecv`` receives into
+  ``recvbuf`` with that type: 2.
+
+Both finish with one copy per block (the inverse rotation, ``for (i = 0; i < size; i++)``); their
+first rotation is two contiguous copies."""
+
+
+def local_block_operations(p: int, library: str = "openmpi") -> int:
+    """Block-at-a-time local operations one rank of a Bruck alltoall on ``p`` ranks does in
+    ``library`` (:data:`BLOCK_PASSES`): ``passes x sum over bits d of c_d`` for the datatype
+    passes of the steps, plus ``p`` for the final rotation.
+
+    Examples
+    --------
+    >>> local_block_operations(64), local_block_operations(64, "mpich")
+    (640, 448)
+    >>> local_block_operations(8)  # bits 1, 2, 4: 4 blocks each
+    44
+    """
+    from ..errors import bad_value
+
+    if library not in BLOCK_PASSES:
+        raise bad_value("library", library, "one of " + ", ".join(sorted(BLOCK_PASSES)))
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 2:
+        raise bad_value("p", p, "a whole number of ranks, at least 2")
+    total, d = 0, 1
+    while d < p:
+        total += len(_slots(int(p), d))
+        d <<= 1
+    return BLOCK_PASSES[library] * total + int(p)
 
 
 register(AlgorithmSpec("bruck", "alltoall", _bruck, cost_alltoall,
