@@ -329,7 +329,7 @@ constants (:func:`hcsim.calibrate.rccl_msccl_regimes`). HCCL is fitted without r
 
 CORPUS_CALIBRATION_WORK = 20_000_000
 """Work bound of each corpus fit (``calibrate(max_work=)``): the validation is a batch study of
-thirteen fits, and its bottleneck fits on the 64-rank CPU systems take up to 300 evaluations of
+fourteen fits, and its bottleneck fits on the 64-rank CPU systems take up to 300 evaluations of
 about 41,000 units each (12M); a user's ``calibrate`` keeps :data:`hcsim.limits.MAX_CALIBRATION_WORK`."""
 
 CORPUS_VALIDATION_WORK = 20_000_000
