@@ -321,14 +321,15 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 (:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
 (every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols, eager
 sends one after another (:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: eager sends
-one after another (:func:`hcsim.calibrate.eager_send_regimes`); ``rccl``: RCCL's LL and Simple protocols
+one after another (:func:`hcsim.calibrate.eager_send_regimes`), and so ``openmpi-tcp`` (Open MPI over its TCP
+transport, not UCX: its eager and rendezvous limits are not UCX's, and only the sends' order is taken); ``rccl``: RCCL's LL and Simple protocols
 as its MSCCL all-pairs programs and its own rings use them on an 8-GPU node, with RCCL's latency
 constants (:func:`hcsim.calibrate.rccl_msccl_regimes`). HCCL is fitted without regimes."""
 
 
 CORPUS_CALIBRATION_WORK = 20_000_000
 """Work bound of each corpus fit (``calibrate(max_work=)``): the validation is a batch study of
-eleven fits, and its bottleneck fits on the 64-rank CPU systems take up to 300 evaluations of
+fourteen fits, and its bottleneck fits on the 64-rank CPU systems take up to 300 evaluations of
 about 41,000 units each (12M); a user's ``calibrate`` keeps :data:`hcsim.limits.MAX_CALIBRATION_WORK`."""
 
 CORPUS_VALIDATION_WORK = 20_000_000
@@ -337,7 +338,7 @@ collectives, some of them many-peer steps whose routed transfers the engine's wo
 (more than :data:`hcsim.limits.MAX_WORK` on the MPI systems); a batch study, as
 :data:`CORPUS_CALIBRATION_WORK`."""
 
-CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi")
+CPU_RANK_TRANSPORTS = ("openmpi", "intel-mpi", "openmpi-tcp")
 """Transports whose ranks are CPU processes: their own links stand for each rank's share of its
 node's memory (its copies and reductions), a rate no spec gives, while the node's NIC has a line
 rate, so they are calibrated with ``prefer_rank_links`` (:func:`hcsim.calibrate.calibrate`), and their
@@ -368,7 +369,7 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
     key = (transport or "").split()[0] if transport else None
     if key == "openmpi":
         return ucx_rendezvous_regimes()
-    if key == "intel-mpi":
+    if key in ("intel-mpi", "openmpi-tcp"):
         return eager_send_regimes()
     if key == "rccl":
         return rccl_msccl_regimes()

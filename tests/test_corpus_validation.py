@@ -4,7 +4,8 @@ Each system of docs/data/published/corpus.yaml is calibrated on at most two poin
 (hcsim.corpus.calibration_points) and every other row predicted; the table's numbers are
 recomputed here and compared with the stored ones, so a model change that moves the table fails
 until the doc is updated (benchmarks/validate_corpus.py prints the new table). The default run
-checks a two-system slice; the whole table is ``slow``.
+checks a two-system slice and the three systems whose files compare algorithms; the whole table is
+``slow``.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ def test_calibration_points_are_the_first_sweeps_smallest_and_largest():
 def test_corpus_table_slice_matches_docs():
     df = validate_corpus(systems=["MI300X", "A100"])
     assert len(df) == 2
+    check_rows(df, stored_table())
+
+
+def test_corpus_fastest_algorithm_slice_matches_docs():
+    # the three AWS files are the corpus's only ones with a topology that compare algorithms (change 28):
+    # their rows, "fastest" included, are recomputed by default, not only under -m slow
+    df = validate_corpus(systems=["AWS c5n.18xlarge"])
+    assert len(df) == 3 and (df["fastest"] != "").all()
     check_rows(df, stored_table())
 
 
