@@ -352,6 +352,29 @@ def _cold_rates(out_cold, flow_slot, class_bw, group_of):  # pragma: no cover - 
     return slots_out, rates_out
 
 
+@njit(cache=True)
+def _all_held(e, last, c, limit, n_res, on, res_ptr, res_flow, flow_ptr, flow_res, group_of, fround, gone, ck_rem,
+              ck_cnt):  # pragma: no cover - compiled
+    """Whether every flow left on resource entry ``e`` that froze in round ``last`` has another
+    entry that saturates in it (``limit``) at the kept state ``c``: its own cap, or a hot
+    resource still on. Flows that froze before ``last`` are not concerned."""
+    for q in range(res_ptr[e], res_ptr[e + 1]):
+        f = res_flow[q]
+        if gone[f] or fround[f] != last:
+            continue
+        g = n_res + group_of[f]
+        held = ck_cnt[c, g] > 0 and ck_rem[c, g] <= limit  # its own cap saturates
+        if not held:
+            for m in range(flow_ptr[f], flow_ptr[f + 1]):
+                e2 = flow_res[m]
+                if e2 != e and on[e2] and ck_cnt[c, e2] > 0 and ck_rem[c, e2] / ck_cnt[c, e2] <= limit:
+                    held = True
+                    break
+        if not held:
+            return False
+    return True
+
+
 @njit(cache=True, error_model="numpy")
 def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, res_flow, grp_ptr, grp_flow, flow_ptr,
                flow_res, group_of, flow_slot, slot_k, class_bw, rate, fround, gone, s_hist, lvl_hist, ck_rem, ck_cnt,
@@ -472,27 +495,20 @@ def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, re
         if s == s_hist[kstar]:
             limit = s * (1 + sat_rtol)
             same = True
+            # a resource the gone flows crossed that no longer saturates in it (or never did) is
+            # checked as a cooled one is: each flow left on it that froze in the last round must
+            # be held there by another entry that saturates (the others' rounds are unchanged)
             for e in range(n_res):
-                if touched[e] and ck_cnt[c, e] > 0 and not ck_rem[c, e] / ck_cnt[c, e] <= limit:
-                    same = False
+                if not same:
                     break
+                if touched[e] and ck_cnt[c, e] > 0 and not ck_rem[c, e] / ck_cnt[c, e] <= limit:
+                    same = _all_held(e, kstar, c, limit, n_res, on, res_ptr, res_flow, flow_ptr, flow_res, group_of,
+                                     fround, gone, ck_rem, ck_cnt)
             for i in range(nc):
                 if not same:
                     break
-                for q in range(res_ptr[cooled[i]], res_ptr[cooled[i] + 1]):
-                    f = res_flow[q]
-                    if gone[f]:
-                        continue
-                    g = n_res + group_of[f]
-                    held = ck_cnt[c, g] > 0 and ck_rem[c, g] <= limit  # its own cap saturates
-                    for m in range(flow_ptr[f], flow_ptr[f + 1]):
-                        e = flow_res[m]
-                        if on[e] and ck_cnt[c, e] > 0 and ck_rem[c, e] / ck_cnt[c, e] <= limit:
-                            held = True
-                            break
-                    if not held:
-                        same = False
-                        break
+                same = _all_held(cooled[i], kstar, c, limit, n_res, on, res_ptr, res_flow, flow_ptr, flow_res,
+                                 group_of, fround, gone, ck_rem, ck_cnt)
             if same:
                 slots_out, rates_out = _cold_rates(out_cold, flow_slot, class_bw, group_of)
                 return slots_out, rates_out, n_live, s_hist, lvl_hist, ck_rem, ck_cnt
