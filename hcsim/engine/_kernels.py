@@ -342,6 +342,45 @@ def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, loc
 
 
 @njit(cache=True)
+def active_flows(s_active, s_path, res_demand, hot_at, hot):  # pragma: no cover - compiled
+    """The active slots (in slot order) and their paths, and ``hot`` set to which resources are
+    hot (``res_demand > hot_at``): what ``hot_build`` takes, in one pass instead of numpy's
+    ``flatnonzero``, gather and comparison over every slot and resource."""
+    n = 0
+    for s in range(s_active.size):
+        if s_active[s]:
+            n += 1
+    slots = np.empty(n, dtype=np.int64)
+    paths = np.empty(n, dtype=np.int64)
+    i = 0
+    for s in range(s_active.size):
+        if s_active[s]:
+            slots[i] = s
+            paths[i] = s_path[s]
+            i += 1
+    for r in range(hot.size):
+        hot[r] = res_demand[r] > hot_at[r]
+    return slots, paths
+
+
+@njit(cache=True)
+def demand_sums(s_active, s_path, path_mat, path_bw, big, pad, out):  # pragma: no cover - compiled
+    """``out`` set to the demand on each resource summed afresh: over the active slots in slot
+    order, each cell of their path-matrix row in order, ``min(bottleneck, big)`` added, as
+    ``np.bincount`` over the rows' cells adds its weights (element by element, in order), so
+    the same sums to the last bit; the padding's entry then zeroed."""
+    out[:] = 0.0
+    width = path_mat.shape[1]
+    for s in range(s_active.size):
+        if s_active[s]:
+            p = s_path[s]
+            v = path_bw[p] if path_bw[p] < big else big
+            for c in range(width):
+                out[path_mat[p, c]] += v
+    out[pad] = 0.0
+
+
+@njit(cache=True)
 def _cold_rates(out_cold, flow_slot, class_bw, group_of):  # pragma: no cover - compiled
     """The slots of the flows that went cold and their rates (their class's bottleneck)."""
     slots_out = np.empty(out_cold.size, dtype=np.int64)

@@ -415,6 +415,7 @@ class Fabric:
         self.res_demand = np.zeros(self.pad + 1)
         self._local = np.zeros(self.pad + 1, dtype=np.int64)  # scratch: resource -> local index
         self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
+        self._hot_mask = None  # the compiled form's scratch: which resources are hot (made on first need)
         # the compiled recomputation's state (``_kernels.hot_build``), and what changed since it
         self._hot = None
         self._hot_started = False  # flows started since
@@ -779,11 +780,9 @@ class Fabric:
         the rounds before the first one a drained flow or cooled resource took part in are
         the same, and drained flows are mostly the fastest, frozen in the last rounds."""
         resync = self.full_recomputes % _RESYNC_EVERY == 1
-        if resync:  # the running sums summed again exactly
-            paths = self.s_path[self.s_active]
-            mat = self._path_mat[paths]
-            self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]), minlength=self.pad + 1)
-            self.res_demand[self.pad] = 0.0
+        if resync:  # the running sums summed again exactly (as np.bincount sums them, in one pass)
+            kernels.demand_sums(self.s_active, self.s_path, self._path_mat, self._path_bw, _BIG_Bps, self.pad,
+                                self.res_demand)
         st = self._hot
         # only a start or a resync can make a resource hot: between them flows only drain
         if st is not None and not self._hot_started and not resync:
@@ -793,11 +792,13 @@ class Fabric:
                                                            *st[17:], _SAT_RTOL)
             self._hot = (*st[:17], *records)
         else:
-            active = np.flatnonzero(self.s_active)
+            if self._hot_mask is None:
+                self._hot_mask = np.zeros(self.pad + 1, dtype=bool)
+            active, paths = kernels.active_flows(self.s_active, self.s_path, self.res_demand, self._hot_Bps,
+                                                 self._hot_mask)
             rates, n, self._hot = kernels.hot_build(
-                self._path_mat, active, self.s_path[active], self.res_demand > self._hot_Bps, self.capacity,
-                self._path_bw, self._path_bw_class, self._bw_values, self._scratch, self.s_end.size,
-                fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
+                self._path_mat, active, paths, self._hot_mask, self.capacity, self._path_bw, self._path_bw_class,
+                self._bw_values, self._scratch, self.s_end.size, fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
             slots = active
         self._hot_started = False
         self._hot_drained = []
