@@ -42,3 +42,21 @@ def test_active_flows_equal_numpy():
         assert np.array_equal(slots, np.flatnonzero(s_active))
         assert np.array_equal(paths, s_path[s_active])
         assert np.array_equal(hot, demand > hot_at)
+
+
+@pytest.mark.parametrize("case", ["ring", "torus", "pod", "leaf_spine"])
+def test_unbounded_runs_count_the_routing_work_of_bounded_ones(case):
+    """Without a work bound the searches' work is summed after routing instead of pair by pair
+    (``des._search_work``): the same total, on fabrics whose paths are long (a ring, a torus:
+    hop and walk work) and short (a pod, a leaf-spine: none)."""
+    import hcsim
+    from hcsim.topology import leaf_spine, load_topology, ring, torus
+
+    topo = {"ring": lambda: ring(64, 25e9, 1e-6), "torus": lambda: torus((12, 12), 25e9, 1e-6),
+            "pod": lambda: load_topology("atlas900-a2-pod", servers=4),
+            "leaf_spine": lambda: leaf_spine(4, 4, 2, 25e9, 1e-6)}[case]()
+    for op, algo in (("allreduce", "ring"), ("alltoall", "auto"), ("broadcast", "auto")):
+        free = hcsim.simulate(topo, op, "1MiB", algo, max_work=None)
+        bound = hcsim.simulate(topo, op, "1MiB", algo, max_work=10**15)
+        assert free.config["work"] == bound.config["work"], (op, algo)
+        assert free.time_s == bound.time_s

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import heapq
+import itertools
 import math
 import weakref
 from dataclasses import dataclass
@@ -43,9 +44,13 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import (
+    FREE_HOPS,
+    FREE_WALK,
     LONE_TRANSFERS_PER_UNIT,
     MAX_FLOW_UPDATES,
     RANKS_PER_UNIT,
+    WALK_PER_UNIT,
+    WORK_PER_HOP,
     WORK_PER_INSTANT,
     WORK_PER_ROUTED_STEP,
     WORK_UNITS,
@@ -846,6 +851,30 @@ class Fabric:
                 "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
 
 
+def _search_work(net, groups: list, is_new: list, srcs: list, dsts: list) -> int:
+    """The work the per-pair hook of ``FlowSimulator._route_pairs`` counts for pairs
+    ``groups[k]`` (path ids) routed from ``srcs[k]`` to ``dsts[k]``, summed over the new pairs
+    (``is_new[k]``) at once: :func:`~hcsim.limits.hop_work` of the pair's path (its longest one if
+    it has several) plus :func:`~hcsim.limits.walk_work` of what its search walked. The same
+    integers, so the same total."""
+    n = len(groups)
+    new = np.flatnonzero(np.array(is_new[:n], dtype=bool))
+    if not new.size:
+        return 0
+    ptr = net.paths.arrays()[0]
+    ids = [groups[k] for k in new.tolist()]
+    sizes = np.fromiter(map(len, ids), dtype=np.int64, count=new.size)
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(sizes.sum()))
+    length = ptr[flat + 1] - ptr[flat]
+    starts = np.cumsum(sizes) - sizes
+    hops = np.zeros(new.size, dtype=np.int64)
+    some = sizes > 0
+    hops[some] = np.maximum.reduceat(length, starts[some])
+    walked = np.fromiter((net.walked(srcs[k], dsts[k]) for k in new.tolist()), dtype=np.int64, count=new.size)
+    return int((WORK_PER_HOP * np.maximum(0, hops - FREE_HOPS)).sum()
+               + (np.maximum(0, walked - FREE_WALK) // WALK_PER_UNIT).sum())
+
+
 def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
     """``exc`` carrying the engine work done before it (``exc.work``), for a caller's budget."""
     exc.work = work
@@ -1379,11 +1408,14 @@ class FlowSimulator:
                         if fabric.max_work is not None:
                             fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
 
+            bulk = fabric.max_work is None  # nothing to stop: the searches' work summed at once after
             try:
                 net.route_many(srcs, dsts, (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups,
-                               after=count)
+                               after=None if bulk else count)
             finally:
                 done = pend[:len(groups)].tolist()
+                if bulk and groups:
+                    fabric.route_work += _search_work(net, groups, is_new, srcs, dsts)
         finally:
             table.set_groups(np.array(done, dtype=np.int64), groups, net.paths)
         return table.lookup(uniq)
