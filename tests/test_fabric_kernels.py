@@ -60,3 +60,19 @@ def test_unbounded_runs_count_the_routing_work_of_bounded_ones(case):
         bound = hcsim.simulate(topo, op, "1MiB", algo, max_work=10**15)
         assert free.config["work"] == bound.config["work"], (op, algo)
         assert free.time_s == bound.time_s
+
+
+def test_hot_outside_equals_numpy():
+    from hcsim.engine._kernels import hot_outside
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 60))
+        demand, hot_at = rng.choice([0.0, 1.0, 2.0], n), rng.choice([0.5, 1.0, 1.5], n)
+        res_ids = rng.choice(n, int(rng.integers(0, n + 1)), replace=False).astype(np.int64)
+        on = rng.random(res_ids.size + int(rng.integers(0, 4))) < 0.7  # (the groups' entries follow)
+        mark = np.zeros(n, dtype=bool)
+        kept = np.zeros(n, dtype=bool)
+        kept[res_ids[on[:res_ids.size]]] = True
+        assert hot_outside(demand, hot_at, res_ids, on, mark) == bool(((demand > hot_at) & ~kept).any())
+        assert not mark.any()

@@ -91,3 +91,57 @@ def test_resumes_equal_fillings_from_scratch(every):
             assert np.array_equal(got, want), (trial, got, want)
             resumed += 1
     assert resumed > 1000
+
+
+@pytest.mark.parametrize("resync", [2, 3, 5])
+def test_resyncs_resume_to_fillings_from_scratch(monkeypatch, resync):
+    """The periodic exact resummation of the demands (every ``resync`` recomputations here)
+    resumes the kept problem when no flow started since the last recomputation and no resource
+    is hot outside it: at every recomputation the rates are those of a filling from scratch,
+    and the run is the numpy engine's, bit for bit."""
+    from hcsim.algorithms import CollectiveArgs, Schedule, make_step
+    from hcsim.engine import _kernels, des, fairshare
+    from hcsim.topology import leaf_spine
+    from tests.test_engine_properties import random_schedule, random_topology, run
+
+    monkeypatch.setattr(des, "_RESYNC_EVERY", resync)
+    checked = []
+    recompute = des.Fabric._recompute_compiled
+
+    def checking(fabric, kernels, now):
+        recompute(fabric, kernels, now)
+        active = np.flatnonzero(fabric.s_active)
+        scratch = np.full(fabric.pad + 1, -1, dtype=np.int64)
+        want, _ = _kernels.hot_max_min_kernel(
+            fabric._path_mat, fabric.s_path[active], fabric.res_demand > fabric._hot_Bps, fabric.capacity,
+            fabric._path_bw, fabric._path_bw_class, fabric._bw_values, scratch, _SAT_RTOL)
+        assert np.array_equal(fabric.s_rate[active], want)
+        checked.append(active.size)
+
+    rng = np.random.default_rng(resync)
+    cases = []
+    for _ in range(6):
+        topo = leaf_spine(int(rng.integers(2, 5)), int(rng.integers(2, 6)), int(rng.integers(1, 3)), 25e9, 1e-6,
+                          oversubscription=float(rng.choice([1.0, 2.0, 3.0])))
+        p = topo.num_npus
+        n = int(rng.integers(p, 4 * p))
+        src = rng.integers(0, p, n)
+        dst = (src + rng.integers(1, p, n)) % p
+        steps = [make_step(src, dst, rng.integers(1, 40, n) * 100_000, np.zeros(n, dtype=bool), 0, 1)]
+        cases.append((topo, Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64),
+                                     "random")))
+    for _ in range(6):
+        topo = random_topology(rng)
+        cases.append((topo, random_schedule(rng, topo.num_npus)))
+    for topo, sched in cases:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fairshare, "KERNEL_PAIRS", 0)  # every recomputation compiled
+            mp.setattr(des.Fabric, "_recompute_compiled", checking)
+            t_fast, ends_fast = run(topo, sched, "ecmp")
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fairshare, "_KERNEL", False)  # the numpy form
+            mp.setattr(fairshare, "_HOT_KERNEL", False)
+            t_np, ends_np = run(topo, sched, "ecmp")
+        assert t_fast == t_np
+        assert np.array_equal(ends_fast, ends_np)
+    assert len(checked) > 100

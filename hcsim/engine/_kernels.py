@@ -381,6 +381,25 @@ def demand_sums(s_active, s_path, path_mat, path_bw, big, pad, out):  # pragma: 
 
 
 @njit(cache=True)
+def hot_outside(res_demand, hot_at, res_ids, on, mark):  # pragma: no cover - compiled
+    """Whether a resource is hot (``res_demand > hot_at``) that is not one of the kept problem's
+    hot resources still on (``res_ids[j]`` with ``on[j]``). ``mark`` is scratch indexed by
+    resource id, all False on entry and on return."""
+    n_res = res_ids.size
+    for j in range(n_res):
+        if on[j]:
+            mark[res_ids[j]] = True
+    out = False
+    for r in range(res_demand.size):
+        if res_demand[r] > hot_at[r] and not mark[r]:
+            out = True
+            break
+    for j in range(n_res):
+        mark[res_ids[j]] = False
+    return out
+
+
+@njit(cache=True)
 def _cold_rates(out_cold, flow_slot, class_bw, group_of):  # pragma: no cover - compiled
     """The slots of the flows that went cold and their rates (their class's bottleneck)."""
     slots_out = np.empty(out_cold.size, dtype=np.int64)

@@ -421,6 +421,8 @@ class Fabric:
         self._local = np.zeros(self.pad + 1, dtype=np.int64)  # scratch: resource -> local index
         self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
         self._hot_mask = None  # the compiled form's scratch: which resources are hot (made on first need)
+        self._kept_mask = None  # and the kept problem's resources (``_kernels.hot_outside``)
+        self._started_since = False  # flows started since the last compiled recomputation (hot or not)
         # the compiled recomputation's state (``_kernels.hot_build``), and what changed since it
         self._hot = None
         self._hot_started = False  # flows started since
@@ -604,6 +606,7 @@ class Fabric:
         """Start flows of run ``run_id``'s step ``k``: transfer ``tr[i]`` moves ``nbytes[i]``
         over path ``paths[i]``."""
         self._refresh_paths()  # routes made since the last flows started (a cheap test otherwise)
+        self._started_since = True
         if self._book is not None:
             slots = self._alloc(paths.size)
             hot, earliest, near = self._book.start_flows(  # (scalars cast: one compiled signature)
@@ -789,8 +792,17 @@ class Fabric:
             kernels.demand_sums(self.s_active, self.s_path, self._path_mat, self._path_bw, _BIG_Bps, self.pad,
                                 self.res_demand)
         st = self._hot
-        # only a start or a resync can make a resource hot: between them flows only drain
-        if st is not None and not self._hot_started and not resync:
+        # only a start or a resync can make a resource hot: between them flows only drain. A
+        # resync with no flow started since the last recomputation resumes too if no resource is
+        # hot (by the exact sums) outside the kept problem: the flows crossing a hot resource are
+        # then the kept ones still there, as a build would find them
+        resume = st is not None and not self._hot_started
+        if resume and resync:
+            if self._kept_mask is None:
+                self._kept_mask = np.zeros(self.pad + 1, dtype=bool)
+            resume = not self._started_since and not kernels.hot_outside(self.res_demand, self._hot_Bps, st[1],
+                                                                          st[3], self._kept_mask)
+        if resume:
             drained = (np.concatenate(self._hot_drained) if len(self._hot_drained) > 1 else self._hot_drained[0]
                        if self._hot_drained else np.zeros(0, dtype=np.int64))
             slots, rates, n, *records = kernels.hot_resume(drained, self.res_demand, self._hot_Bps, *st[:17],
@@ -806,6 +818,7 @@ class Fabric:
                 self._bw_values, self._scratch, self.s_end.size, fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
             slots = active
         self._hot_started = False
+        self._started_since = False
         self._hot_drained = []
         self._count_updates(n, now)
         self._set_rates(slots, rates, now)
