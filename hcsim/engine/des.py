@@ -1625,6 +1625,17 @@ class FlowSimulator:
         if not st.any_reduce:
             self._complete(st, idx, now)
             return
+        if idx.size == 1:  # one transfer (most drains in contended runs): the lines below on scalars
+            c = st.reduce_s[idx[0]]
+            if not c > 0:
+                self._complete(st, idx, now)
+                return
+            unit = self.fabric.reduce_free
+            node = self.rank_node[st.dst[idx[0]]]
+            done = np.maximum(now, unit[node]) + (c - (c - c))  # start + (csum - before), as below
+            unit[node] = done
+            self.fabric.push(float(done), _COMPLETE, self.id, st.k, idx)
+            return
         cost = st.reduce_s[idx]
         q = cost > 0
         if not q.all():
