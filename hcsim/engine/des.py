@@ -1662,6 +1662,9 @@ class FlowSimulator:
             st.t_end[idx] = now
         self.step_end_s[st.k] = max(self.step_end_s[st.k], now)
         st.left -= idx.size
+        if idx.size == 1:  # one transfer (most completions in contended runs): the lines below on scalars
+            self._complete_one(st, int(idx[0]), now)
+            return
         src, dst = st.src[idx], st.dst[idx]
         if st.route.one_each:  # no rank twice among the senders, nor among the receivers
             self.outstanding[src] -= 1
@@ -1684,6 +1687,27 @@ class FlowSimulator:
         released = np.concatenate([done_dst, done_src]) if done_src.size else done_dst
         if released.size:
             self._enter(released, st.k + 1, now)
+        if st.left == 0:
+            self._retire()
+
+    def _complete_one(self, st: _StepState, i: int, now: float) -> None:
+        """:meth:`_complete`'s release of transfer ``i``'s two ranks, on scalars: each loses one
+        outstanding transfer; the receiver is released if it has none left, then the sender if it
+        has none left and is not the receiver (the same ranks in the same order)."""
+        s, d = st.src[i], st.dst[i]
+        out = self.outstanding
+        out[s] -= 1
+        out[d] -= 1
+        if self.cfg.record:
+            self.rank_gate[s] = i + st.gid0
+            self.rank_gate[d] = i + st.gid0
+        released = []
+        if out[d] == 0:
+            released.append(d)
+        if out[s] == 0 and s != d:
+            released.append(s)
+        if released:
+            self._enter(np.array(released, dtype=st.dst.dtype), st.k + 1, now)
         if st.left == 0:
             self._retire()
 
