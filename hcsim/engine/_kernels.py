@@ -342,6 +342,64 @@ def hot_build(path_mat, slots, paths, hot, capacity, bw, bw_class, class_bw, loc
 
 
 @njit(cache=True)
+def active_flows(s_active, s_path, res_demand, hot_at, hot):  # pragma: no cover - compiled
+    """The active slots (in slot order) and their paths, and ``hot`` set to which resources are
+    hot (``res_demand > hot_at``): what ``hot_build`` takes, in one pass instead of numpy's
+    ``flatnonzero``, gather and comparison over every slot and resource."""
+    n = 0
+    for s in range(s_active.size):
+        if s_active[s]:
+            n += 1
+    slots = np.empty(n, dtype=np.int64)
+    paths = np.empty(n, dtype=np.int64)
+    i = 0
+    for s in range(s_active.size):
+        if s_active[s]:
+            slots[i] = s
+            paths[i] = s_path[s]
+            i += 1
+    for r in range(hot.size):
+        hot[r] = res_demand[r] > hot_at[r]
+    return slots, paths
+
+
+@njit(cache=True)
+def demand_sums(s_active, s_path, path_mat, path_bw, big, pad, out):  # pragma: no cover - compiled
+    """``out`` set to the demand on each resource summed afresh: over the active slots in slot
+    order, each cell of their path-matrix row in order, ``min(bottleneck, big)`` added, as
+    ``np.bincount`` over the rows' cells adds its weights (element by element, in order), so
+    the same sums to the last bit; the padding's entry then zeroed."""
+    out[:] = 0.0
+    width = path_mat.shape[1]
+    for s in range(s_active.size):
+        if s_active[s]:
+            p = s_path[s]
+            v = path_bw[p] if path_bw[p] < big else big
+            for c in range(width):
+                out[path_mat[p, c]] += v
+    out[pad] = 0.0
+
+
+@njit(cache=True)
+def hot_outside(res_demand, hot_at, res_ids, on, mark):  # pragma: no cover - compiled
+    """Whether a resource is hot (``res_demand > hot_at``) that is not one of the kept problem's
+    hot resources still on (``res_ids[j]`` with ``on[j]``). ``mark`` is scratch indexed by
+    resource id, all False on entry and on return."""
+    n_res = res_ids.size
+    for j in range(n_res):
+        if on[j]:
+            mark[res_ids[j]] = True
+    out = False
+    for r in range(res_demand.size):
+        if res_demand[r] > hot_at[r] and not mark[r]:
+            out = True
+            break
+    for j in range(n_res):
+        mark[res_ids[j]] = False
+    return out
+
+
+@njit(cache=True)
 def _cold_rates(out_cold, flow_slot, class_bw, group_of):  # pragma: no cover - compiled
     """The slots of the flows that went cold and their rates (their class's bottleneck)."""
     slots_out = np.empty(out_cold.size, dtype=np.int64)
@@ -350,6 +408,29 @@ def _cold_rates(out_cold, flow_slot, class_bw, group_of):  # pragma: no cover - 
         slots_out[i] = flow_slot[out_cold[i]]
         rates_out[i] = class_bw[group_of[out_cold[i]]]
     return slots_out, rates_out
+
+
+@njit(cache=True)
+def _all_held(e, last, c, limit, n_res, on, res_ptr, res_flow, flow_ptr, flow_res, group_of, fround, gone, ck_rem,
+              ck_cnt):  # pragma: no cover - compiled
+    """Whether every flow left on resource entry ``e`` that froze in round ``last`` has another
+    entry that saturates in it (``limit``) at the kept state ``c``: its own cap, or a hot
+    resource still on. Flows that froze before ``last`` are not concerned."""
+    for q in range(res_ptr[e], res_ptr[e + 1]):
+        f = res_flow[q]
+        if gone[f] or fround[f] != last:
+            continue
+        g = n_res + group_of[f]
+        held = ck_cnt[c, g] > 0 and ck_rem[c, g] <= limit  # its own cap saturates
+        if not held:
+            for m in range(flow_ptr[f], flow_ptr[f + 1]):
+                e2 = flow_res[m]
+                if e2 != e and on[e2] and ck_cnt[c, e2] > 0 and ck_rem[c, e2] / ck_cnt[c, e2] <= limit:
+                    held = True
+                    break
+        if not held:
+            return False
+    return True
 
 
 @njit(cache=True, error_model="numpy")
@@ -472,27 +553,20 @@ def hot_resume(drained, demand, hot_at, meta, res_ids, init_rem, on, res_ptr, re
         if s == s_hist[kstar]:
             limit = s * (1 + sat_rtol)
             same = True
+            # a resource the gone flows crossed that no longer saturates in it (or never did) is
+            # checked as a cooled one is: each flow left on it that froze in the last round must
+            # be held there by another entry that saturates (the others' rounds are unchanged)
             for e in range(n_res):
-                if touched[e] and ck_cnt[c, e] > 0 and not ck_rem[c, e] / ck_cnt[c, e] <= limit:
-                    same = False
+                if not same:
                     break
+                if touched[e] and ck_cnt[c, e] > 0 and not ck_rem[c, e] / ck_cnt[c, e] <= limit:
+                    same = _all_held(e, kstar, c, limit, n_res, on, res_ptr, res_flow, flow_ptr, flow_res, group_of,
+                                     fround, gone, ck_rem, ck_cnt)
             for i in range(nc):
                 if not same:
                     break
-                for q in range(res_ptr[cooled[i]], res_ptr[cooled[i] + 1]):
-                    f = res_flow[q]
-                    if gone[f]:
-                        continue
-                    g = n_res + group_of[f]
-                    held = ck_cnt[c, g] > 0 and ck_rem[c, g] <= limit  # its own cap saturates
-                    for m in range(flow_ptr[f], flow_ptr[f + 1]):
-                        e = flow_res[m]
-                        if on[e] and ck_cnt[c, e] > 0 and ck_rem[c, e] / ck_cnt[c, e] <= limit:
-                            held = True
-                            break
-                    if not held:
-                        same = False
-                        break
+                same = _all_held(cooled[i], kstar, c, limit, n_res, on, res_ptr, res_flow, flow_ptr, flow_res,
+                                 group_of, fround, gone, ck_rem, ck_cnt)
             if same:
                 slots_out, rates_out = _cold_rates(out_cold, flow_slot, class_bw, group_of)
                 return slots_out, rates_out, n_live, s_hist, lvl_hist, ck_rem, ck_cnt

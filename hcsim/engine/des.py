@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import heapq
+import itertools
 import math
 import weakref
 from dataclasses import dataclass
@@ -43,9 +44,13 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import (
+    FREE_HOPS,
+    FREE_WALK,
     LONE_TRANSFERS_PER_UNIT,
     MAX_FLOW_UPDATES,
     RANKS_PER_UNIT,
+    WALK_PER_UNIT,
+    WORK_PER_HOP,
     WORK_PER_INSTANT,
     WORK_PER_ROUTED_STEP,
     WORK_UNITS,
@@ -415,6 +420,9 @@ class Fabric:
         self.res_demand = np.zeros(self.pad + 1)
         self._local = np.zeros(self.pad + 1, dtype=np.int64)  # scratch: resource -> local index
         self._scratch = np.full(self.pad + 1, -1, dtype=np.int64)  # the same for the compiled form (-1: none)
+        self._hot_mask = None  # the compiled form's scratch: which resources are hot (made on first need)
+        self._kept_mask = None  # and the kept problem's resources (``_kernels.hot_outside``)
+        self._started_since = False  # flows started since the last compiled recomputation (hot or not)
         # the compiled recomputation's state (``_kernels.hot_build``), and what changed since it
         self._hot = None
         self._hot_started = False  # flows started since
@@ -598,6 +606,7 @@ class Fabric:
         """Start flows of run ``run_id``'s step ``k``: transfer ``tr[i]`` moves ``nbytes[i]``
         over path ``paths[i]``."""
         self._refresh_paths()  # routes made since the last flows started (a cheap test otherwise)
+        self._started_since = True
         if self._book is not None:
             slots = self._alloc(paths.size)
             hot, earliest, near = self._book.start_flows(  # (scalars cast: one compiled signature)
@@ -779,27 +788,37 @@ class Fabric:
         the rounds before the first one a drained flow or cooled resource took part in are
         the same, and drained flows are mostly the fastest, frozen in the last rounds."""
         resync = self.full_recomputes % _RESYNC_EVERY == 1
-        if resync:  # the running sums summed again exactly
-            paths = self.s_path[self.s_active]
-            mat = self._path_mat[paths]
-            self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]), minlength=self.pad + 1)
-            self.res_demand[self.pad] = 0.0
+        if resync:  # the running sums summed again exactly (as np.bincount sums them, in one pass)
+            kernels.demand_sums(self.s_active, self.s_path, self._path_mat, self._path_bw, _BIG_Bps, self.pad,
+                                self.res_demand)
         st = self._hot
-        # only a start or a resync can make a resource hot: between them flows only drain
-        if st is not None and not self._hot_started and not resync:
+        # only a start or a resync can make a resource hot: between them flows only drain. A
+        # resync with no flow started since the last recomputation resumes too if no resource is
+        # hot (by the exact sums) outside the kept problem: the flows crossing a hot resource are
+        # then the kept ones still there, as a build would find them
+        resume = st is not None and not self._hot_started
+        if resume and resync:
+            if self._kept_mask is None:
+                self._kept_mask = np.zeros(self.pad + 1, dtype=bool)
+            resume = not self._started_since and not kernels.hot_outside(self.res_demand, self._hot_Bps, st[1],
+                                                                          st[3], self._kept_mask)
+        if resume:
             drained = (np.concatenate(self._hot_drained) if len(self._hot_drained) > 1 else self._hot_drained[0]
                        if self._hot_drained else np.zeros(0, dtype=np.int64))
             slots, rates, n, *records = kernels.hot_resume(drained, self.res_demand, self._hot_Bps, *st[:17],
                                                            *st[17:], _SAT_RTOL)
             self._hot = (*st[:17], *records)
         else:
-            active = np.flatnonzero(self.s_active)
+            if self._hot_mask is None:
+                self._hot_mask = np.zeros(self.pad + 1, dtype=bool)
+            active, paths = kernels.active_flows(self.s_active, self.s_path, self.res_demand, self._hot_Bps,
+                                                 self._hot_mask)
             rates, n, self._hot = kernels.hot_build(
-                self._path_mat, active, self.s_path[active], self.res_demand > self._hot_Bps, self.capacity,
-                self._path_bw, self._path_bw_class, self._bw_values, self._scratch, self.s_end.size,
-                fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
+                self._path_mat, active, paths, self._hot_mask, self.capacity, self._path_bw, self._path_bw_class,
+                self._bw_values, self._scratch, self.s_end.size, fairshare.CHECKPOINT_EVERY, _SAT_RTOL)
             slots = active
         self._hot_started = False
+        self._started_since = False
         self._hot_drained = []
         self._count_updates(n, now)
         self._set_rates(slots, rates, now)
@@ -843,6 +862,30 @@ class Fabric:
                 f"max_flow_updates = {self.max_flow_updates}: the run passed {self.flow_updates} flow-rate updates "
                 f"at {now:.6g} s of simulated time (contention made {n} concurrent flows finish apart); "
                 "use mode='analytical', fewer ranks or a smaller size, or raise max_flow_updates (--max-flow-updates)")
+
+
+def _search_work(net, groups: list, is_new: list, srcs: list, dsts: list) -> int:
+    """The work the per-pair hook of ``FlowSimulator._route_pairs`` counts for pairs
+    ``groups[k]`` (path ids) routed from ``srcs[k]`` to ``dsts[k]``, summed over the new pairs
+    (``is_new[k]``) at once: :func:`~hcsim.limits.hop_work` of the pair's path (its longest one if
+    it has several) plus :func:`~hcsim.limits.walk_work` of what its search walked. The same
+    integers, so the same total."""
+    n = len(groups)
+    new = np.flatnonzero(np.array(is_new[:n], dtype=bool))
+    if not new.size:
+        return 0
+    ptr = net.paths.arrays()[0]
+    ids = [groups[k] for k in new.tolist()]
+    sizes = np.fromiter(map(len, ids), dtype=np.int64, count=new.size)
+    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64, count=int(sizes.sum()))
+    length = ptr[flat + 1] - ptr[flat]
+    starts = np.cumsum(sizes) - sizes
+    hops = np.zeros(new.size, dtype=np.int64)
+    some = sizes > 0
+    hops[some] = np.maximum.reduceat(length, starts[some])
+    walked = np.fromiter((net.walked(srcs[k], dsts[k]) for k in new.tolist()), dtype=np.int64, count=new.size)
+    return int((WORK_PER_HOP * np.maximum(0, hops - FREE_HOPS)).sum()
+               + (np.maximum(0, walked - FREE_WALK) // WALK_PER_UNIT).sum())
 
 
 def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
@@ -1378,11 +1421,14 @@ class FlowSimulator:
                         if fabric.max_work is not None:
                             fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
 
+            bulk = fabric.max_work is None  # nothing to stop: the searches' work summed at once after
             try:
                 net.route_many(srcs, dsts, (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups,
-                               after=count)
+                               after=None if bulk else count)
             finally:
                 done = pend[:len(groups)].tolist()
+                if bulk and groups:
+                    fabric.route_work += _search_work(net, groups, is_new, srcs, dsts)
         finally:
             table.set_groups(np.array(done, dtype=np.int64), groups, net.paths)
         return table.lookup(uniq)
@@ -1579,6 +1625,17 @@ class FlowSimulator:
         if not st.any_reduce:
             self._complete(st, idx, now)
             return
+        if idx.size == 1:  # one transfer (most drains in contended runs): the lines below on scalars
+            c = st.reduce_s[idx[0]]
+            if not c > 0:
+                self._complete(st, idx, now)
+                return
+            unit = self.fabric.reduce_free
+            node = self.rank_node[st.dst[idx[0]]]
+            done = np.maximum(now, unit[node]) + (c - (c - c))  # start + (csum - before), as below
+            unit[node] = done
+            self.fabric.push(float(done), _COMPLETE, self.id, st.k, idx)
+            return
         cost = st.reduce_s[idx]
         q = cost > 0
         if not q.all():
@@ -1605,6 +1662,9 @@ class FlowSimulator:
             st.t_end[idx] = now
         self.step_end_s[st.k] = max(self.step_end_s[st.k], now)
         st.left -= idx.size
+        if idx.size == 1:  # one transfer (most completions in contended runs): the lines below on scalars
+            self._complete_one(st, int(idx[0]), now)
+            return
         src, dst = st.src[idx], st.dst[idx]
         if st.route.one_each:  # no rank twice among the senders, nor among the receivers
             self.outstanding[src] -= 1
@@ -1627,6 +1687,27 @@ class FlowSimulator:
         released = np.concatenate([done_dst, done_src]) if done_src.size else done_dst
         if released.size:
             self._enter(released, st.k + 1, now)
+        if st.left == 0:
+            self._retire()
+
+    def _complete_one(self, st: _StepState, i: int, now: float) -> None:
+        """:meth:`_complete`'s release of transfer ``i``'s two ranks, on scalars: each loses one
+        outstanding transfer; the receiver is released if it has none left, then the sender if it
+        has none left and is not the receiver (the same ranks in the same order)."""
+        s, d = st.src[i], st.dst[i]
+        out = self.outstanding
+        out[s] -= 1
+        out[d] -= 1
+        if self.cfg.record:
+            self.rank_gate[s] = i + st.gid0
+            self.rank_gate[d] = i + st.gid0
+        released = []
+        if out[d] == 0:
+            released.append(d)
+        if out[s] == 0 and s != d:
+            released.append(s)
+        if released:
+            self._enter(np.array(released, dtype=st.dst.dtype), st.k + 1, now)
         if st.left == 0:
             self._retire()
 
