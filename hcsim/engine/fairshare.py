@@ -182,6 +182,9 @@ def warm_kernels() -> bool:
             simulate(topo, "alltoall", 1 << 20, algorithm, progress=False)
         pair = np.array([0, 0, 1], dtype=np.int64)  # and the plain kernel
         max_min_rates(pair, np.array([0, 1, 1], dtype=np.int64), np.array([1.0, 2.0]), 2)
+        # and the resync's check, which so small a run never reaches (every 64th recomputation)
+        _HOT_KERNEL.hot_outside(np.zeros(2), np.ones(2), np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.bool_),
+                                np.zeros(2, dtype=np.bool_))
         warm_search()  # and the compiled route search
     finally:
         KERNEL_AFTER_CALLS = saved
