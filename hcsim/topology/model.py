@@ -15,6 +15,7 @@ import numpy as np
 from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, WorkLimitError, bad_value
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
+from . import routing
 from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, collector_paused, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
 
@@ -658,6 +659,12 @@ COLD_SEARCH_PAIRS = 16384
 """In a process that has not imported numba yet, the compiled search waits for a call with this
 many pairs: numba's start-up (about 0.3 s) costs what the Python search of about as many does."""
 
+COLD_SEARCH_GROWN = 500_000
+"""... or until this process's Python searches have grown their breadth-first layers by this many
+nodes (about 0.3 s of them at about 0.6 us a node), after which numba's start-up pays for itself
+even on calls of few pairs: a 32 x 32 x 16 torus's 16,383 star pairs, searched in calls of a few
+hundred, grew 14.8M nodes in 9.8 s of CPU (:data:`hcsim.topology.routing.GROWN`)."""
+
 _SEARCH = None  # the compiled search: None not looked for yet, False unavailable
 
 
@@ -668,7 +675,7 @@ def _compiled_search(pairs: int) -> bool:
     if _SEARCH is None:
         if os.environ.get("HCSIM_NO_NUMBA"):
             _SEARCH = False
-        elif pairs < COLD_SEARCH_PAIRS and "numba" not in sys.modules:
+        elif pairs < COLD_SEARCH_PAIRS and "numba" not in sys.modules and routing.GROWN < COLD_SEARCH_GROWN:
             return False
         else:
             try:

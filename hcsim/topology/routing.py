@@ -34,6 +34,10 @@ def collector_paused():
         gc.enable()
 
 
+GROWN = 0
+"""Nodes the Python search has added to its layers in this process (its breadth-first
+exploration, the bulk of its cost on a torus): :data:`hcsim.topology.model.COLD_SEARCH_GROWN`."""
+
 ROUTING_POLICIES = ("ecmp", "spray")
 """``ecmp``: one hashed path per node pair; ``spray``: a transfer splits over every equal-cost path."""
 
@@ -364,6 +368,8 @@ class SearchCache:
             if not f_sets[i] or not b_sets[j]:
                 break  # a side ran out: dst cannot be reached
         if added:
+            global GROWN
+            GROWN += added
             self._entries += added
             if self._entries > self.max_entries:
                 self._trim((f, b))
