@@ -15,6 +15,32 @@ from hcsim.engine import EngineConfig, FlowSimulator, fairshare
 from hcsim.engine.fairshare import _SAT_RTOL, max_min_rates_reference
 from tests.test_engine_properties import random_schedule, random_topology, run
 
+
+def contended_sendrecv(rng):
+    """A random leaf-spine and one step of random sends across it (its uplinks contended)."""
+    from hcsim.algorithms import CollectiveArgs, Schedule, make_step
+    from hcsim.topology import leaf_spine
+
+    topo = leaf_spine(int(rng.integers(2, 5)), int(rng.integers(2, 6)), int(rng.integers(1, 3)), 25e9, 1e-6,
+                      oversubscription=float(rng.choice([1.0, 2.0, 3.0])))
+    p = topo.num_npus
+    n = int(rng.integers(p, 4 * p))
+    src = rng.integers(0, p, n)
+    dst = (src + rng.integers(1, p, n)) % p
+    steps = [make_step(src, dst, rng.integers(1, 40, n) * 100_000, np.zeros(n, dtype=bool), 0, 1)]
+    return topo, Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "random")
+
+
+def rates_from_scratch(fabric, active):
+    """The compiled max-min filling of the fabric's ``active`` slots from scratch."""
+    from hcsim.engine import _kernels
+
+    scratch = np.full(fabric.pad + 1, -1, dtype=np.int64)
+    rates, _ = _kernels.hot_max_min_kernel(
+        fabric._path_mat, fabric.s_path[active], fabric.res_demand > fabric._hot_Bps, fabric.capacity,
+        fabric._path_bw, fabric._path_bw_class, fabric._bw_values, scratch, _SAT_RTOL)
+    return rates
+
 pytest.importorskip("numba")
 
 
@@ -96,9 +122,7 @@ def test_a_resumed_filling_equals_a_filling_from_scratch(monkeypatch, every):
     """At every recomputation the engine resumes, the rates it leaves on the flows are those a
     filling from scratch of the same flows gives, bit for bit (random contended cases: many
     flows of random sizes on oversubscribed leaf-spines, so flows drain one after another)."""
-    from hcsim.algorithms import CollectiveArgs, Schedule, make_step
-    from hcsim.engine import _kernels, des
-    from hcsim.topology import leaf_spine
+    from hcsim.engine import des
 
     monkeypatch.setattr(fairshare, "KERNEL_PAIRS", 0)
     monkeypatch.setattr(fairshare, "CHECKPOINT_EVERY", every)
@@ -110,25 +134,13 @@ def test_a_resumed_filling_equals_a_filling_from_scratch(monkeypatch, every):
         resume(fabric, kernels, now)
         if resumed:
             active = np.flatnonzero(fabric.s_active)
-            scratch = np.full(fabric.pad + 1, -1, dtype=np.int64)
-            want, _ = _kernels.hot_max_min_kernel(
-                fabric._path_mat, fabric.s_path[active], fabric.res_demand > fabric._hot_Bps, fabric.capacity,
-                fabric._path_bw, fabric._path_bw_class, fabric._bw_values, scratch, _SAT_RTOL)
-            assert np.array_equal(fabric.s_rate[active], want)
+            assert np.array_equal(fabric.s_rate[active], rates_from_scratch(fabric, active))
             checked.append(active.size)
 
     monkeypatch.setattr(des.Fabric, "_recompute_compiled", checking)
     rng = np.random.default_rng(every)
     for _ in range(12):
-        topo = leaf_spine(int(rng.integers(2, 5)), int(rng.integers(2, 6)), int(rng.integers(1, 3)), 25e9, 1e-6,
-                          oversubscription=float(rng.choice([1.0, 2.0, 3.0])))
-        p = topo.num_npus
-        n = int(rng.integers(p, 4 * p))
-        src = rng.integers(0, p, n)
-        dst = (src + rng.integers(1, p, n)) % p
-        steps = [make_step(src, dst, rng.integers(1, 40, n) * 100_000, np.zeros(n, dtype=bool), 0, 1)]
-        sched = Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64), "random")
-        run(topo, sched, "ecmp")
+        run(*contended_sendrecv(rng), "ecmp")
     assert len(checked) > 50
 
 

@@ -99,10 +99,9 @@ def test_resyncs_resume_to_fillings_from_scratch(monkeypatch, resync):
     resumes the kept problem when no flow started since the last recomputation and no resource
     is hot outside it: at every recomputation the rates are those of a filling from scratch,
     and the run is the numpy engine's, bit for bit."""
-    from hcsim.algorithms import CollectiveArgs, Schedule, make_step
-    from hcsim.engine import _kernels, des, fairshare
-    from hcsim.topology import leaf_spine
+    from hcsim.engine import des, fairshare
     from tests.test_engine_properties import random_schedule, random_topology, run
+    from tests.test_hot_kernel import contended_sendrecv, rates_from_scratch
 
     monkeypatch.setattr(des, "_RESYNC_EVERY", resync)
     checked = []
@@ -111,25 +110,13 @@ def test_resyncs_resume_to_fillings_from_scratch(monkeypatch, resync):
     def checking(fabric, kernels, now):
         recompute(fabric, kernels, now)
         active = np.flatnonzero(fabric.s_active)
-        scratch = np.full(fabric.pad + 1, -1, dtype=np.int64)
-        want, _ = _kernels.hot_max_min_kernel(
-            fabric._path_mat, fabric.s_path[active], fabric.res_demand > fabric._hot_Bps, fabric.capacity,
-            fabric._path_bw, fabric._path_bw_class, fabric._bw_values, scratch, _SAT_RTOL)
-        assert np.array_equal(fabric.s_rate[active], want)
+        assert np.array_equal(fabric.s_rate[active], rates_from_scratch(fabric, active))
         checked.append(active.size)
 
     rng = np.random.default_rng(resync)
     cases = []
     for _ in range(6):
-        topo = leaf_spine(int(rng.integers(2, 5)), int(rng.integers(2, 6)), int(rng.integers(1, 3)), 25e9, 1e-6,
-                          oversubscription=float(rng.choice([1.0, 2.0, 3.0])))
-        p = topo.num_npus
-        n = int(rng.integers(p, 4 * p))
-        src = rng.integers(0, p, n)
-        dst = (src + rng.integers(1, p, n)) % p
-        steps = [make_step(src, dst, rng.integers(1, 40, n) * 100_000, np.zeros(n, dtype=bool), 0, 1)]
-        cases.append((topo, Schedule(CollectiveArgs("sendrecv", p, 1), 1, steps, np.ones(1, dtype=np.int64),
-                                     "random")))
+        cases.append(contended_sendrecv(rng))
     for _ in range(6):
         topo = random_topology(rng)
         cases.append((topo, random_schedule(rng, topo.num_npus)))
