@@ -403,6 +403,10 @@ def test_cli_prints_table_and_answer_and_writes_csv(tmp_path, capsys):
     (["--vary", "foo=1"], "hcsim: error: space.foo = [1]: not an axis"),
     (["--vary", "tp=2", "--policy", "fast"], "hcsim: error: policy = 'fast': one of auto, best"),
     (["--vary", "tp=2", "--policy", ""], "hcsim: error: policy = '': one of auto, best"),  # not auto silently
+    # nested past the parser's depth: a RecursionError from PyYAML's composer before
+    (["--vary", "servers=" + "[" * 3000 + "]" * 3000], "hcsim: error: --vary = 'servers=[[[["),
+    (["--vary", "tp=2", "--set", "global_batch=" + "[" * 3000 + "]" * 3000],
+     "hcsim: error: --set = 'global_batch=[[[["),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, start):
     import yaml

@@ -235,6 +235,19 @@ def test_unreadable_yaml_is_one_line(tmp_path, content, needle):
     one_line(lambda: load_topology(path), str(path), needle)
 
 
+def test_nesting_limit_of_newer_libyaml_reads_as_nested_too_deeply(tmp_path, monkeypatch):
+    """libyaml 0.2.6 and later stop a document at 1,000 levels themselves, with their own words
+    ("exceeded maximum nesting depth"): the message is the same whichever libyaml a machine has."""
+    from hcsim.topology import io
+
+    def deep(text):
+        raise yaml.parser.ParserError(None, None, "exceeded maximum nesting depth",
+                                      yaml.Mark("u", 1000, 0, 1000, None, None))
+    monkeypatch.setattr(io, "_fast_document", deep)
+    path = write(tmp_path, "[" * 2000 + "]" * 2000)
+    one_line(lambda: load_topology(path), str(path), "line 1, column 1001", "nested too deeply")
+
+
 def test_paths_that_are_not_files(tmp_path):
     one_line(lambda: load_topology(tmp_path), "a directory")
     one_line(lambda: load_topology(tmp_path / "missing.yaml"), "missing.yaml", "not a built-in name")

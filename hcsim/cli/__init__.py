@@ -640,19 +640,28 @@ def _cmd_run(a) -> int:
     return 0
 
 
-def _settings(items) -> dict:
-    """``--set FIELD=VALUE`` pairs as load_scenario's overrides (each VALUE read as YAML)."""
+def _yaml_value(text: str):
+    """A command-line value read as YAML; None when it is not YAML (or nests past the parser's
+    depth, which would otherwise be a RecursionError)."""
     import yaml
 
+    try:
+        return True, yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        return False, None
+
+
+def _settings(items) -> dict:
+    """``--set FIELD=VALUE`` pairs as load_scenario's overrides (each VALUE read as YAML)."""
     out = {}
     for item in items:
         field, sep, text = item.partition("=")
         if not sep or not field.strip():
             raise HcsimError(f"--set = {item!r}: FIELD=VALUE, such as workload.params.batch=128")
-        try:
-            out[field.strip()] = yaml.safe_load(text) if len(text) <= 10_000 else text
-        except yaml.YAMLError:
-            raise HcsimError(f"--set = {item!r}: the value is not YAML") from None
+        ok, value = _yaml_value(text) if len(text) <= 10_000 else (True, text)
+        if not ok:
+            raise HcsimError(f"--set = {item!r}: the value is not YAML")
+        out[field.strip()] = value
     return out
 
 

@@ -61,7 +61,7 @@ def parse_vary(items) -> dict | None:
     >>> parse_vary(["servers=[4, 8]"])  # a YAML list says the same
     {'servers': [4, 8]}
     """
-    import yaml
+    from . import _yaml_value
 
     if not items:
         return None
@@ -74,19 +74,16 @@ def parse_vary(items) -> dict | None:
         if axis in space:
             raise HcsimError(f"--vary = {item!r}: axis {axis!r} given twice (list its values once)")
         if text.strip().startswith("[") and text.strip().endswith("]"):  # a YAML list, servers=[4, 8]
-            try:
-                space[axis] = yaml.safe_load(text) if len(text) <= 100_000 else None
-            except yaml.YAMLError:
-                space[axis] = None
+            space[axis] = _yaml_value(text)[1] if len(text) <= 100_000 else None
             if not isinstance(space[axis], list):
                 raise HcsimError(f"--vary = {item!r}: {text.strip()!r} is not a YAML list (or write V1,V2,...)")
             continue
         values = []
         for part in text.split(","):
-            try:
-                values.append(yaml.safe_load(part.strip()) if len(part) <= 1000 else part)
-            except yaml.YAMLError:
-                raise HcsimError(f"--vary = {item!r}: value {part.strip()!r} is not YAML") from None
+            ok, value = _yaml_value(part.strip()) if len(part) <= 1000 else (True, part)
+            if not ok:
+                raise HcsimError(f"--vary = {item!r}: value {part.strip()!r} is not YAML")
+            values.append(value)
         space[axis] = values
     return space
 

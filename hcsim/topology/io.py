@@ -461,7 +461,10 @@ def _parse_with(read, text: str, where: str):
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         at = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
-        raise ConfigError(f"{where}: not valid YAML ({at}{exc.problem or exc.context})") from None
+        problem = exc.problem or exc.context
+        if problem and "nesting depth" in problem:  # libyaml >= 0.2.6 stops at 1,000 levels itself
+            problem = "nested too deeply"
+        raise ConfigError(f"{where}: not valid YAML ({at}{problem})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{where}: not valid YAML ({str(exc).splitlines()[0] if str(exc) else 'unreadable'})") \
             from None
