@@ -754,8 +754,9 @@ class Fabric:
             paths = self.s_path[active]
             rates = self._path_bw[paths]
             if self.full_recomputes % _RESYNC_EVERY == 1:  # the running sums summed again exactly
+                # (float even with no flow: bincount of nothing is int64 whatever its weights)
                 self.res_demand = np.bincount(mat.ravel(), self._demand(paths, mat.shape[1]),
-                                              minlength=self.pad + 1)
+                                              minlength=self.pad + 1).astype(float, copy=False)
                 self.res_demand[self.pad] = 0.0
             hot_res = self.res_demand > self._hot_Bps
             rows, col = np.nonzero(hot_res[mat])  # (flow, position) of every hot crossing, row-major
