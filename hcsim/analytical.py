@@ -34,7 +34,7 @@ from .algorithms.schedule import Schedule
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
-from .limits import WORK_PER_INSTANT, hop_work, walk_work
+from .limits import WORK_PER_INSTANT, hop_work, search_work, walk_work
 
 
 def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineConfig | None = None) -> float:
@@ -112,8 +112,15 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
                     _pairs[-1] = (len(pairs), schedule.algorithm, extra)
                 _check_pairs(len(pairs), schedule.algorithm, max_work, extra)
 
+    def ahead(hops, walked):  # the compiled search's whole batch, before its routes are built
+        more = search_work(hops, walked)
+        if max_work is not None and len(pairs) * WORK_PER_INSTANT + extra + more > max_work:
+            if _pairs is not None:
+                _pairs[-1] = (len(pairs), schedule.algorithm, extra + more)
+            _check_pairs(len(pairs), schedule.algorithm, max_work, extra + more)
+
     # every pair in one call (the compiled search where it pays), priced as each is routed
-    routes = net.route_many(a_nodes, b_nodes, [False] * len(a_nodes), routing, seed, qps, after=priced)
+    routes = net.route_many(a_nodes, b_nodes, [False] * len(a_nodes), routing, seed, qps, after=priced, ahead=ahead)
     if _pairs is not None:
         _pairs[-1] = (len(pairs), schedule.algorithm, extra)
     _, _, p_lat, p_inline, p_bw = net.paths.arrays()

@@ -121,6 +121,22 @@ def walk_work(links: int) -> int:
     (:data:`FREE_WALK`, :data:`WALK_PER_UNIT`)."""
     return max(0, links - FREE_WALK) // WALK_PER_UNIT
 
+
+def search_work(hops, walked) -> int:
+    """:func:`hop_work` plus :func:`walk_work` summed over many searches at once (int arrays of
+    each one's path length in hops and links walked): the same integers, so the same total.
+
+    >>> import numpy as np
+    >>> search_work(np.array([16, 2048]), np.array([100, 4096])) == hop_work(2048) + walk_work(4096)
+    True
+    """
+    import numpy as np
+
+    hops, walked = np.asarray(hops, dtype=np.int64), np.asarray(walked, dtype=np.int64)
+    return int((WORK_PER_HOP * np.maximum(0, hops - FREE_HOPS)).sum()
+               + (np.maximum(0, walked - FREE_WALK) // WALK_PER_UNIT).sum())
+
+
 WORK_PER_RANK_OP = 20
 """Work units a job (:func:`hcsim.workload.run`) counts per operation and rank as it is planned
 (before anything is planned), as it starts and as it ends (its planning and dependency

@@ -44,17 +44,14 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import (
-    FREE_HOPS,
-    FREE_WALK,
     LONE_TRANSFERS_PER_UNIT,
     MAX_FLOW_UPDATES,
     RANKS_PER_UNIT,
-    WALK_PER_UNIT,
-    WORK_PER_HOP,
     WORK_PER_INSTANT,
     WORK_PER_ROUTED_STEP,
     WORK_UNITS,
     hop_work,
+    search_work,
     walk_work,
 )
 from ..topology.routing import ROUTING_POLICIES, collector_paused
@@ -885,8 +882,7 @@ def _search_work(net, groups: list, is_new: list, srcs: list, dsts: list) -> int
     some = sizes > 0
     hops[some] = np.maximum.reduceat(length, starts[some])
     walked = np.fromiter((net.walked(srcs[k], dsts[k]) for k in new.tolist()), dtype=np.int64, count=new.size)
-    return int((WORK_PER_HOP * np.maximum(0, hops - FREE_HOPS)).sum()
-               + (np.maximum(0, walked - FREE_WALK) // WALK_PER_UNIT).sum())
+    return search_work(hops, walked)
 
 
 def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
@@ -1422,10 +1418,19 @@ class FlowSimulator:
                         if fabric.max_work is not None:
                             fabric.check_work(None, f"while routing {len(uniq)} rank pairs ({hops} hops apart)")
 
+            def ahead(hops, walked):  # the compiled search's whole batch, before its routes are built
+                more = search_work(hops, walked)
+                if fabric.work + more > fabric.max_work:
+                    raise _work_error(fabric.work, WorkLimitError(
+                        f"max_work = {fabric.max_work}: routing {len(uniq)} rank pairs (up to {int(hops.max())} "
+                        f"hops apart) would take at least {more} more units of engine work ({WORK_UNITS}) on top "
+                        f"of the run's {fabric.work}; use mode='analytical', fewer ranks or sizes, or raise "
+                        "max_work (--max-work)"))
+
             bulk = fabric.max_work is None  # nothing to stop: the searches' work summed at once after
             try:
                 net.route_many(srcs, dsts, (pend % 2).astype(bool).tolist(), policy, seed, qps, out=groups,
-                               after=None if bulk else count)
+                               after=None if bulk else count, ahead=None if bulk else ahead)
             finally:
                 done = pend[:len(groups)].tolist()
                 if bulk and groups:

@@ -929,7 +929,7 @@ class _Compiled:
         return self._walked.get((src, dst), 0)
 
     def route_many(self, srcs, dsts, pairs, policy: str = "ecmp", seed: int = 0, qps: int = 1,
-                   out: list | None = None, after=None) -> list:
+                   out: list | None = None, after=None, ahead=None) -> list:
         """:meth:`route` of many node pairs: ``[route(s, d, policy, seed, qps, p) for s, d, p in
         zip(srcs, dsts, pairs)]``, the same path ids added to the store in the same order.
 
@@ -950,6 +950,13 @@ class _Compiled:
         after : callable, optional
             ``after(k, ids)`` once pair ``k`` is routed (and appended), before the next is: it
             may raise to stop the routing there (a work bound).
+        ahead : callable, optional
+            ``ahead(hops, walked)`` once the compiled search has searched the call's new routes
+            in one go, before any is made: int64 arrays, per new route, of the links on its
+            shortest path (all its paths are that long; at most the resources ``after`` will
+            see on it) and of the links over all the paths it found (``walked``). It may raise
+            to refuse the whole call before the routes, which can hold far more than the
+            search's arrays, are built (a ring of 16,384 NPUs: 67M links for a star's pairs).
 
         Returns
         -------
@@ -961,9 +968,9 @@ class _Compiled:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
         out = [] if out is None else out
         if len(srcs) <= 256:
-            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
+            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after, ahead)
         with collector_paused():  # tens of thousands of tuples and lists, none in a cycle
-            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after)
+            return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after, ahead)
 
     def _search_new(self, srcs, dsts, pairs, policy, seed, qps) -> _Found | None:
         """The compiled search's paths (:mod:`hcsim.topology._search_kernel`) for
@@ -985,9 +992,17 @@ class _Compiled:
                                             MAX_PATHS)
         return _Found(keys, new, pair_ptr, path_ptr, links)
 
-    def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after) -> list:
+    def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after, ahead=None) -> list:
         routes, walked = self._routes, self._walked
         found = self._search_new(srcs, dsts, pairs, policy, seed, qps)
+        if found is not None and ahead is not None:
+            path_ptr, pair_ptr = found.path_ptr, found.pair_ptr
+            searched = path_ptr[pair_ptr[1:]] - path_ptr[pair_ptr[:-1]]
+            some = pair_ptr[1:] > pair_ptr[:-1]  # (a pair not reached has no path: its error comes in order)
+            shortest = np.zeros(searched.size, dtype=np.int64)
+            first = pair_ptr[:-1][some]
+            shortest[some] = path_ptr[first + 1] - path_ptr[first]
+            ahead(shortest, searched)
         if found is not None and not self.engine_res and not self.exchange_res and self._route_found(found, out, after):
             return out
         search = self._search.all_shortest_paths if found is None else found.search(self._search.all_shortest_paths)
