@@ -13,6 +13,8 @@ import simpy
 
 import hcsim
 from hcsim.algorithms import CollectiveArgs, Schedule, build_schedule, make_step
+from hcsim.calibrate import OPENMPI_TCP_EAGER_LIMIT, eager_send_regimes, ucx_rendezvous_regimes
+from hcsim.corpus import transport_regimes
 from hcsim.engine import EngineConfig, FlowSimulator
 from hcsim.engine.regimes import MessageRegimes
 from hcsim.errors import HcsimError
@@ -247,6 +249,28 @@ def test_rendezvous_everywhere_is_no_flag_at_all():
                                                                  message_regimes=RENDEZVOUS)).run()
     assert RENDEZVOUS.trivial and not EAGER.trivial
     assert repr(flagged) == repr(plain)
+
+
+# ---------------------------------------------------------------- the calibrated transports
+def test_mpi_transports_send_eagerly_below_their_limits():
+    ucx = ucx_rendezvous_regimes()(1e-6, 1.34e9)
+    assert ucx.start_when == ("sender", "both")
+    assert ucx.sender_starts([8, 262143, 262144]).tolist() == [True, True, False]
+    assert eager_send_regimes()(1e-6, 2e9).start_when == ("sender",)
+    tcp = transport_regimes("openmpi-tcp")(1e-6, 2e9)
+    assert tcp.from_bytes == (0, OPENMPI_TCP_EAGER_LIMIT) and tcp.start_when == ("sender", "both")
+    assert transport_regimes("intel-mpi")(1e-6, 2e9).start_when == ("sender",)
+    assert transport_regimes("openmpi")(1e-6, 2e9).start_when == ("sender", "both")
+    # without the start rule: what the fits had before it (start_when None)
+    assert eager_send_regimes(eager_start=False)(1e-6, 2e9).start_when is None
+    assert ucx_rendezvous_regimes(eager_start=False)(1e-6, 2e9).start_when is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "64K"])
+def test_bad_eager_limit_is_a_one_line_error(bad):
+    with pytest.raises(HcsimError) as e:
+        eager_send_regimes(bad)
+    assert "\n" not in str(e.value) and "eager_limit" in str(e.value)
 
 
 # ---------------------------------------------------------------- bad values
