@@ -402,7 +402,7 @@ def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int
     return build
 
 
-def eager_send_regimes(eager_limit: int | None = None, eager_start: bool = True):
+def eager_send_regimes(*, eager_limit: int | None = None, eager_start: bool = True):
     """An MPI library's eager sends as message regimes, for :func:`calibrate`'s ``regimes``.
 
     A sender's messages of one step go out one after another, each costing the sender's CPU
@@ -426,7 +426,7 @@ def eager_send_regimes(eager_limit: int | None = None, eager_start: bool = True)
     >>> reg = eager_send_regimes()(1e-6, 2e9)
     >>> reg.send_overhead_s, reg.send_copy_Bps, reg.start_when
     ((1e-06,), (2000000000.0,), ('sender',))
-    >>> eager_send_regimes(65536)(1e-6, 2e9).start_when
+    >>> eager_send_regimes(eager_limit=65536)(1e-6, 2e9).start_when
     ('sender', 'both')
     """
     from .engine.regimes import MessageRegimes

@@ -375,7 +375,7 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
     if key == "intel-mpi":
         return eager_send_regimes()
     if key == "openmpi-tcp":
-        return eager_send_regimes(OPENMPI_TCP_EAGER_LIMIT)
+        return eager_send_regimes(eager_limit=OPENMPI_TCP_EAGER_LIMIT)
     if key == "rccl":
         return rccl_msccl_regimes()
     if key not in TRANSPORT_REGIMES:

@@ -269,7 +269,7 @@ def test_mpi_transports_send_eagerly_below_their_limits():
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "64K"])
 def test_bad_eager_limit_is_a_one_line_error(bad):
     with pytest.raises(HcsimError) as e:
-        eager_send_regimes(bad)
+        eager_send_regimes(eager_limit=bad)
     assert "\n" not in str(e.value) and "eager_limit" in str(e.value)
 
 
