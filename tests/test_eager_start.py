@@ -221,6 +221,33 @@ def test_eager_ranks_jump_idle_steps_as_they_walk():
     assert t_slow == pytest.approx(t_free, rel=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_eager_jumping_equals_walking_with_barriers(seed, monkeypatch):
+    """Long idle runs (the run indexes the ranks' steps and jumps), incasts that contend, and
+    barriers: jumping gives the walk's times and records exactly, and the pass bounds the run."""
+    from hcsim.engine import des
+    from tests.test_engine_skip import idle_heavy_schedule
+
+    rng = np.random.default_rng(seed)
+    p = int(rng.integers(18, 40))
+    sched = idle_heavy_schedule(rng, p, barriers=bool(seed % 2))
+    topo = single_switch(p, 10e9, 1e-6)
+    cfg = EngineConfig(step_overhead_s=0.5e-6, message_regimes=EAGER, record=True)
+
+    def run():
+        sim = FlowSimulator(topo, topo.npus, sched, cfg)
+        t = sim.run(simpy.Environment())
+        states = sorted(sim.done_states + list(sim.states.values()), key=lambda s: s.k)
+        return t, sim.finish_s.tolist(), [(s.k, s.t_ready.tolist(), s.t_start.tolist(), s.t_end.tolist()) for s in states]
+
+    jumped = run()
+    monkeypatch.setattr(des, "SKIP_INDEX_AFTER", 10**9)  # walk every idle step
+    walked = run()
+    assert jumped == walked
+    free = FlowSimulator(topo, topo.npus, sched, cfg).contention_free_time()
+    assert free <= jumped[0] * (1 + 1e-9)
+
+
 # ---------------------------------------------------------------- without the flag: as before
 def _with(topo, regimes):
     topo.defaults = dataclasses.replace(topo.defaults, message_regimes=regimes)
