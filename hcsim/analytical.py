@@ -20,6 +20,14 @@ What the closed forms are, exactly (each part is a property test in
   route, each at its own pair's latency and bottleneck. It is never above the event-driven time
   (contention only lowers rates), equals it when no two concurrent transfers share a resource,
   and is never above the closed form at evenly divided sizes.
+* Message regimes with eager messages (``start_when = "sender"``,
+  :class:`~hcsim.engine.regimes.MessageRegimes`): the closed forms price a schedule as a sum of
+  steps, each step as long as its slowest pair, which is the rendezvous rule with every rank in
+  step; under the eager rule a rank waits only for the ranks that send to it, so a slow pair is
+  not paid in every step (a ring's inter-node hop about once a lap) and the sum is neither the
+  time nor a bound of it. Analytical mode therefore refuses a topology with such regimes (as it
+  refuses any non-trivial regime table); :func:`contention_free_time` follows the eager rule and
+  stays the lower bound, equal to the event-driven time when nothing contends.
 """
 
 from __future__ import annotations

@@ -346,24 +346,44 @@ over NICs that differ 4 times, while their eager rates differ: not a memory or a
 transport's."""
 
 
+MPI_EAGER_PROTOCOL = """What an eager message is, for :func:`eager_send_regimes` and :func:`ucx_rendezvous_regimes`:
+the MPI standard leaves it to the library whether a standard-mode send is buffered: "MPI may buffer
+outgoing messages. In such a case, the send call may complete before a matching receive is invoked"
+(MPI-1.1, section 3.4, Communication Modes, https://netlib.org/mpi/mpi-report/node40.html). Below an
+eager limit the libraries do: the whole message is sent when the sender posts it, and a message that
+arrives before its receive is posted waits in the receiver's unexpected-message queue (the Linux
+kernel's InfiniBand tag-matching notes, docs.kernel.org/infiniband/tag_matching.html: "The Eager
+protocol - the complete message is sent when the send is processed by the sender"); above it a
+rendezvous (request, clear-to-send, data) makes the sender wait for its receiver. In hcsim that is a
+regime's ``start_when`` (:class:`hcsim.engine.regimes.MessageRegimes`): ``"sender"`` below the limit."""
+
+OPENMPI_TCP_EAGER_LIMIT = 64 * 1024
+"""Open MPI's TCP transport's eager limit, bytes: ``btl_tcp_eager_limit``, "Maximum size (in bytes,
+including header) of 'short' messages", default 65536 (``mca_btl_tcp_module.super.btl_eager_limit =
+64*1024`` in open-mpi/ompi opal/mca/btl/tcp/btl_tcp_component.c; ``ompi_info`` prints the same default).
+With the header, a message of 64 KiB is past it: a message is eager below 64 KiB."""
+
+
 def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int = UCX_RNDV_SEND_NBR_THRESH,
-                           eager_sends: bool = True):
+                           eager_sends: bool = True, eager_start: bool = True):
     """Open MPI over UCX's eager and rendezvous protocols as message regimes, for
     :func:`calibrate`'s ``regimes``.
 
     Below ``threshold`` (:data:`UCX_RNDV_SEND_NBR_THRESH`) a message goes eagerly at the
-    fitted rates, and with ``eager_sends`` (default) a sender's eager messages of one step go
-    out one after another (:func:`eager_send_regimes`); from the threshold on, a message inside
-    a node (its two ranks on one server) moves at ``local_Bps`` (:data:`UCX_RNDV_LOCAL_Bps`),
-    expressed as a ``local_efficiency`` of the fitted rank-link rate, while a message between
-    nodes (an RDMA read by the NIC) keeps the links' rates. No handshake cost is added (two step
-    overheads against a transfer of at least 256 KiB).
+    fitted rates: with ``eager_start`` (default) it starts as soon as its sender is ready and
+    waits at its receiver if the receiver is not (``start_when = "sender"``, :data:`MPI_EAGER_PROTOCOL`),
+    and with ``eager_sends`` (default) a sender's eager messages of one step go out one after
+    another (:func:`eager_send_regimes`); from the threshold on, a message waits for both its
+    ranks (a rendezvous), and one inside a node (its two ranks on one server) moves at ``local_Bps``
+    (:data:`UCX_RNDV_LOCAL_Bps`), expressed as a ``local_efficiency`` of the fitted rank-link rate,
+    while one between nodes (an RDMA read by the NIC) keeps the links' rates. No handshake cost is
+    added (two step overheads against a transfer of at least 256 KiB).
 
     Examples
     --------
     >>> reg = ucx_rendezvous_regimes()(1e-6, 1.34e9)
-    >>> reg.from_bytes, reg.local_efficiency, reg.send_overhead_s
-    ((0, 262144), (1.0, 0.5), (1e-06, 0.0))
+    >>> reg.from_bytes, reg.local_efficiency, reg.send_overhead_s, reg.start_when
+    ((0, 262144), (1.0, 0.5), (1e-06, 0.0), ('sender', 'both'))
     """
     from .engine.regimes import MessageRegimes
 
@@ -374,34 +394,56 @@ def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int
     def build(step_overhead_s: float, link_Bps: float):
         step_overhead_s, link_Bps = _send_costs(step_overhead_s, link_Bps)
         sends = {"send_overhead_s": (step_overhead_s, 0.0), "send_copy_Bps": (link_Bps, np.inf)} if eager_sends else {}
+        start = {"start_when": ("sender", "both")} if eager_start else {}
         return MessageRegimes(from_bytes=(0, int(threshold)), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
-                              local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))), **sends)
+                              local_efficiency=(1.0, float(min(1e6, max(1e-6, local_Bps / link_Bps)))), **sends,
+                              **start)
 
     return build
 
 
-def eager_send_regimes():
-    """An MPI library's eager sends as one message regime, for :func:`calibrate`'s ``regimes``:
-    a sender's messages of one step go out one after another, each costing the sender's CPU
+def eager_send_regimes(*, eager_limit: int | None = None, eager_start: bool = True):
+    """An MPI library's eager sends as message regimes, for :func:`calibrate`'s ``regimes``.
+
+    A sender's messages of one step go out one after another, each costing the sender's CPU
     the fitted per-step overhead (LogGP's o) and a copy of its bytes at the fitted link rate
     (an eager message is copied out within the send call; with several peers in a step, as in a
-    linear alltoall, the k-th starts after the first k-1 have been sent). Only steps in which a
-    rank sends to two or more peers change. Every message is taken as eager: the corpus uses it
-    for Intel MPI, whose only such steps (MPICH's isend/irecv alltoall, at most 32 KiB a peer,
-    :func:`hcsim.corpus.mpich_default_rule`) stay below any eager limit.
+    linear alltoall, the k-th starts after the first k-1 have been sent): only steps in which a
+    rank sends to two or more peers change by it. With ``eager_start`` (default) an eager
+    message starts as soon as its sender is ready and waits at its receiver if the receiver is
+    not (``start_when = "sender"``, :data:`MPI_EAGER_PROTOCOL`), so a late rank holds up only
+    the ranks it sends to.
+
+    ``eager_limit`` (bytes): messages from it on wait for both ranks (a rendezvous; they keep the
+    one-after-another sends); None (default): every message is eager. The corpus gives Open MPI's
+    TCP transport its cited limit (:data:`OPENMPI_TCP_EAGER_LIMIT`); for Intel MPI no limit is
+    cited (its eager threshold depends on its fabric provider and version), so every message is
+    taken as eager, an assumption: the rows where the start rule moves the most, messages of a
+    few KiB or less, are below any eager limit an MPI library ships.
 
     Examples
     --------
     >>> reg = eager_send_regimes()(1e-6, 2e9)
-    >>> reg.send_overhead_s, reg.send_copy_Bps
-    ((1e-06,), (2000000000.0,))
+    >>> reg.send_overhead_s, reg.send_copy_Bps, reg.start_when
+    ((1e-06,), (2000000000.0,), ('sender',))
+    >>> eager_send_regimes(eager_limit=65536)(1e-6, 2e9).start_when
+    ('sender', 'both')
     """
     from .engine.regimes import MessageRegimes
 
+    if eager_limit is not None and (isinstance(eager_limit, bool) or not isinstance(eager_limit, numbers.Integral)
+                                    or not 0 < eager_limit <= 1 << 50):
+        raise bad_value("eager_limit", eager_limit, "a whole number of bytes from 1 to 2**50, or None")
+
     def build(step_overhead_s: float, link_Bps: float):
         step_overhead_s, link_Bps = _send_costs(step_overhead_s, link_Bps)
-        return MessageRegimes(from_bytes=(0,), overhead_s=(0.0,), efficiency=(1.0,),
-                              send_overhead_s=(step_overhead_s,), send_copy_Bps=(link_Bps,))
+        if eager_limit is None:
+            return MessageRegimes(from_bytes=(0,), overhead_s=(0.0,), efficiency=(1.0,),
+                                  send_overhead_s=(step_overhead_s,), send_copy_Bps=(link_Bps,),
+                                  start_when=("sender",) if eager_start else None)
+        return MessageRegimes(from_bytes=(0, int(eager_limit)), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
+                              send_overhead_s=(step_overhead_s,) * 2, send_copy_Bps=(link_Bps,) * 2,
+                              start_when=("sender", "both") if eager_start else None)
 
     return build
 

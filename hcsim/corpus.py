@@ -320,9 +320,11 @@ TRANSPORT_REGIMES = {"nccl-net": ("net",), "nccl-nvlink": ("nvlink",)}
 """Transports whose message regimes are known facts: NCCL's LL and Simple protocols
 (:func:`hcsim.calibrate.nccl_protocol_regimes`, by the hop the ring steps cross); and ``openmpi``
 (every Open MPI run of the corpus uses its pml ucx): UCX's eager and rendezvous protocols, eager
-sends one after another (:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: eager sends
-one after another (:func:`hcsim.calibrate.eager_send_regimes`), and so ``openmpi-tcp`` (Open MPI over its TCP
-transport, not UCX: its eager and rendezvous limits are not UCX's, and only the sends' order is taken); ``rccl``: RCCL's LL and Simple protocols
+messages starting when their sender is ready and going out one after another
+(:func:`hcsim.calibrate.ucx_rendezvous_regimes`); ``intel-mpi``: every message eager, likewise
+(:func:`hcsim.calibrate.eager_send_regimes`; no eager limit is cited), and so ``openmpi-tcp`` (Open MPI
+over its TCP transport, not UCX: eager below its cited 64 KiB limit,
+:data:`hcsim.calibrate.OPENMPI_TCP_EAGER_LIMIT`, a rendezvous from it); ``rccl``: RCCL's LL and Simple protocols
 as its MSCCL all-pairs programs and its own rings use them on an 8-GPU node, with RCCL's latency
 constants (:func:`hcsim.calibrate.rccl_msccl_regimes`). HCCL is fitted without regimes."""
 
@@ -360,6 +362,7 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
     ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
     from .calibrate import (
         NCCL_LL_EFFICIENCY,
+        OPENMPI_TCP_EAGER_LIMIT,
         eager_send_regimes,
         nccl_protocol_regimes,
         rccl_msccl_regimes,
@@ -369,8 +372,10 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
     key = (transport or "").split()[0] if transport else None
     if key == "openmpi":
         return ucx_rendezvous_regimes()
-    if key in ("intel-mpi", "openmpi-tcp"):
+    if key == "intel-mpi":
         return eager_send_regimes()
+    if key == "openmpi-tcp":
+        return eager_send_regimes(eager_limit=OPENMPI_TCP_EAGER_LIMIT)
     if key == "rccl":
         return rccl_msccl_regimes()
     if key not in TRANSPORT_REGIMES:

@@ -5,15 +5,30 @@ fairly, recomputed once per distinct event instant. Everything that starts, drai
 completes at one instant is handled as one batch of numpy arrays, so a symmetric ring step
 on 1024 ranks costs one pass, not 1024 events.
 
-Life of a transfer of step k from rank s to rank d:
+Life of a transfer of step k from rank s to rank d (a rank *enters* step k once it is done
+with every step-(k-1) transfer it takes part in):
 
-1. *ready*: both s and d have entered step k (each finished every step-(k-1) transfer it
-   takes part in);
+1. *ready*: both s and d have entered step k (a rendezvous);
 2. *start* = ready + per-step overhead + path latency: its flow(s) become active and
    drain at their fair share (latency is paid before the bytes move, as in SimGrid's
    flow model, so a transfer costs two events, not three);
 3. *complete* = drained, or, if it reduces and its links cannot reduce inline, when d's
-   reduction unit (one per NPU, first come first served) has reduced its bytes.
+   reduction unit (one per NPU, first come first served) has reduced its bytes. Both s and
+   d are done with it then.
+
+An *eager* transfer (its message in a regime with ``start_when = "sender"``,
+:class:`~hcsim.engine.regimes.MessageRegimes`) needs only its sender:
+
+1. *ready*: s has entered step k (d may still be in an earlier step);
+2. *start* = ready + per-step overhead (its bytes leave at once); its flow drains at its fair
+   share, and s is done with it when it has drained (its bytes have left);
+3. *arrived* = drained + path latency (the same arrival as a rendezvous transfer's when it
+   runs alone); *complete* = arrived, or, if it reduces off the links, when d's reduction
+   unit has reduced it, which starts no earlier than d's entering step k. d is done with it
+   when it has completed and d has entered step k: a message that arrives before d is there
+   waits for it (MPI's unexpected-message queue), so a late rank holds up the ranks it sends
+   to, not the ranks that send to it. A rank all of whose transfers of a step completed
+   before it entered leaves the step at once.
 
 A schedule's barriers (:attr:`Schedule.barriers`, CCL-buffer loops) hold every rank that
 reaches one until all ranks have; the last arrival releases them all at that instant.
@@ -62,7 +77,7 @@ from .regimes import MessageRegimes, many_to_many, message_bytes, new_peers, rec
 if TYPE_CHECKING:
     import simpy
 
-_COMPLETE, _ACTIVATE, _CALL = 0, 1, 2
+_COMPLETE, _ACTIVATE, _CALL, _LAND = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -301,13 +316,18 @@ class _StepState:
     """Live state of one step that some rank has entered."""
 
     __slots__ = ("k", "src", "dst", "nbytes", "charged", "extra_s", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
-                 "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero")
+                 "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero", "eager", "held",
+                 "early")
 
     def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None,
                  inline_ok=True, server=None):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
+        # eager: per transfer, whether it starts when its sender alone is ready (None: no transfer
+        # of the step does); held / early: an eager transfer that drained (held, it reduces) or
+        # completed (early) before its receiver entered the step, waiting for the receiver
+        self.eager = self.held = self.early = None
         if regimes is None:
             self.charged, self.extra_s = self.nbytes, None
         else:  # what each transfer costs its resources, and what it adds to its start
@@ -316,8 +336,14 @@ class _StepState:
             active = (np.isin(step.dst, step.src[step.nbytes > 0]) if new_peer is not None else None)
             many = many_to_many(step.src, step.dst, step.nbytes) if regimes.many_aware else None
             local = server[step.src] == server[step.dst] if server is not None else None
-            self.extra_s, self.charged = regimes.costs(self.nbytes, message_bytes(step.src, step.dst, step.nbytes),
-                                                       busy, new_peer, active, many, local)
+            msg = message_bytes(step.src, step.dst, step.nbytes)
+            self.extra_s, self.charged = regimes.costs(self.nbytes, msg, busy, new_peer, active, many, local)
+            if regimes.eager_aware:
+                eager = regimes.sender_starts(msg)
+                if eager.any():
+                    self.eager = eager
+                    self.held = np.zeros(len(step), dtype=bool)
+                    self.early = np.zeros(len(step), dtype=bool)
             if regimes.serial_aware:  # a sender's messages of the step go out one after another
                 self.extra_s = self.extra_s + regimes.serial_delay(step.src, step.dst, step.nbytes)
         self.reduce = np.asarray(step.reduce, dtype=bool)
@@ -560,8 +586,10 @@ class Fabric:
             run = self.runs[rid]
             if kind == _ACTIVATE:
                 run._activate(run.states[k], idx, now)
-            else:
+            elif kind == _COMPLETE:
                 run._complete(run.states[k], idx, now)
+            else:
+                run._land(run.states[k], idx, now)
         if self._need_full or self.force_full_recompute:
             self._recompute_rates(now)
 
@@ -1122,10 +1150,11 @@ class FlowSimulator:
     def contention_free_time(self) -> float:
         """The schedule's time if every transfer ran alone on its path (seconds).
 
-        The same execution rule, barriers, per-step overhead, path latencies, message regimes
-        and reduction units (first come first served, ties by transfer index) as :meth:`run`,
-        but each transfer drains at its route's bottleneck bandwidth instead of a max-min
-        share. Contention only ever lowers a rate, so this is a lower bound of :meth:`run`'s
+        The same execution rule (rendezvous, or eager where a regime says so: the sender's
+        entering the step, not both ranks', makes an eager transfer ready), barriers, per-step
+        overhead, path latencies, message regimes and reduction units (first come first served,
+        ties by transfer index) as :meth:`run`, but each transfer drains at its route's
+        bottleneck bandwidth instead of a max-min share. Contention only ever lowers a rate, so this is a lower bound of :meth:`run`'s
         time, and equal to it (to the engine's 1e-12 event merging) when no two concurrent
         transfers share a resource. One pass over the steps, no event queue; it does not
         change the simulator's state that :meth:`run` uses.
@@ -1135,10 +1164,12 @@ class FlowSimulator:
     def never_contended(self) -> bool:
         """Whether no resource can ever be hot (asked for more than its capacity) in this run.
 
-        A rank's flows at any moment all belong to its current step (it enters a step once
-        its transfers of the step before have finished, in both directions). So the demand on
-        a resource never exceeds the sum, over the sending ranks, of the most that rank puts
-        on it in any one step, each flow counted at its path's bottleneck. When that bound
+        A sending rank's flows at any moment all belong to its current step (it enters a step
+        once its transfers of the step before have finished, in both directions; an eager
+        transfer's flow has drained before its sender leaves the step, even if its receiver is
+        behind). So the demand on a resource never exceeds the sum, over the sending ranks, of
+        the most that rank puts on it in any one step, each flow counted at its path's
+        bottleneck. When that bound
         fits every resource, every flow runs at its bottleneck from start to end, and the run
         is its contention-free pass (:meth:`run` then takes it). Work: one pass over the
         steps' distinct routings.
@@ -1158,8 +1189,10 @@ class FlowSimulator:
         A run that keeps records (``record``) gets them here as the event-driven run keeps them:
         each transfer's ready, start and end times, and as its predecessor the transfer that
         last ended for the rank that made it ready (the later of its two ranks to enter the step;
-        the sender when both entered together), the last to end of that rank's previous step
-        (ties: the later transfer index)."""
+        the sender when both entered together; the sender of an eager transfer), the last to end
+        of that rank's previous step (ties: the later transfer index; an eager transfer ends for
+        its sender when it drained, and not at all for a receiver that entered after it
+        completed)."""
         cfg = self.cfg
         enter = np.full(self.p, float(cfg.launch_overhead_s))
         lone: dict[tuple, float] = {}
@@ -1195,32 +1228,50 @@ class FlowSimulator:
                   else np.array([self._lone_bandwidth(r.sub_path[r.sub_ptr[i]:r.sub_ptr[i + 1]], lone)
                                  for i in range(st.n)]))
             ready = np.maximum(enter[st.src], enter[st.dst])
-            start = ready + cfg.step_overhead_s + r.lat
+            if st.eager is not None:  # an eager transfer waits for its sender only
+                ready = np.where(st.eager, enter[st.src], ready)
+            # an eager transfer's bytes leave at once and its latency comes after them (the same
+            # arrival when it runs alone); ``arrive``: the bytes at the receiver
+            lat = r.lat if st.eager is None else np.where(st.eager, 0.0, r.lat)
+            start = ready + cfg.step_overhead_s + lat
             if st.extra_s is not None:
                 start = start + st.extra_s
-            arrive = start + _shared_drain(st.src * self.p + st.dst, start, st.charged, bw, r.one_each)
+            drained = start + _shared_drain(st.src * self.p + st.dst, start, st.charged, bw, r.one_each)
+            arrive = drained if st.eager is None else np.where(st.eager, drained + r.lat, drained)
             done = arrive
             if st.any_reduce:
                 done = arrive.copy()
+                # reduced from when it has arrived and its receiver is in the step (the same as
+                # arrive, bit for bit, unless it is eager and arrived before its receiver entered)
+                here = np.maximum(arrive, enter[st.dst]) if st.eager is not None else arrive
                 q = np.flatnonzero(st.reduce_s > 0)
-                order = q[np.lexsort((q, arrive[q], st.dst[q]))]  # per destination, first come first served
+                order = q[np.lexsort((q, here[q], st.dst[q]))]  # per destination, first come first served
                 free: dict[int, float] = {}
                 for i in order.tolist():
                     d = int(st.dst[i])
-                    done[i] = max(free.get(d, -math.inf), arrive[i]) + st.reduce_s[i]
+                    done[i] = max(free.get(d, -math.inf), here[i]) + st.reduce_s[i]
                     free[d] = done[i]
+            # when each transfer lets its sender go: once it has drained if it is eager, else done
+            sent = done if st.eager is None else np.where(st.eager, drained, done)
             if rec:
                 st.t_ready[:], st.t_start[:], st.t_end[:] = ready, start, done
-                st.pred[:] = gate[np.where(enter[st.dst] > enter[st.src], st.dst, st.src)]
+                later = np.where(enter[st.dst] > enter[st.src], st.dst, st.src)
+                st.pred[:] = gate[later if st.eager is None else np.where(st.eager, st.src, later)]
                 # by end, then index, over both ranks of every transfer at once: the last write wins
+                # (an eager transfer that completed before its receiver entered does not gate it)
                 both = np.concatenate([np.arange(st.n), np.arange(st.n)])
-                order = np.lexsort((both, np.concatenate([done, done])))
-                gate[np.concatenate([st.src, st.dst])[order]] = gid0 + both[order]
+                ranks = np.concatenate([st.src, st.dst])
+                ends = np.concatenate([sent, done])
+                if st.eager is not None:
+                    mine = np.concatenate([np.ones(st.n, bool), ~(st.eager & (done < enter[st.dst]))])
+                    both, ranks, ends = both[mine], ranks[mine], ends[mine]
+                order = np.lexsort((both, ends))
+                gate[ranks[order]] = gid0 + both[order]
                 st.left = 0
                 recorded.append(st)
                 gid0 += st.n
             nxt = enter.copy()
-            np.maximum.at(nxt, st.src, done)
+            np.maximum.at(nxt, st.src, sent)
             np.maximum.at(nxt, st.dst, done)
             enter = nxt
             if fill and self.on_progress is not None:
@@ -1476,6 +1527,16 @@ class FlowSimulator:
         fabric.rank_work += fabric.rank_units
         if fabric.max_work is not None:
             fabric.check_work(now)
+        later = []  # (ranks, step) still to walk: ranks an eager step let through at once (_take_part)
+        while True:
+            self._walk(ranks, k, now, later)
+            if not later:
+                return
+            ranks, k = later.pop()
+
+    def _walk(self, ranks: np.ndarray, k: int, now: float, later: list):
+        """:meth:`_enter`'s walk of one group of ranks; groups that an eager step lets through
+        at once (every transfer they take part in there has already completed) go to ``later``."""
         skipped = 0
         while ranks.size:
             if k >= self.n_steps:
@@ -1501,12 +1562,14 @@ class FlowSimulator:
                 skipped += 1  # jump at once once the index is built, else after a run of idle steps
                 indexed = isinstance(self._active, np.ndarray)
                 if (indexed or skipped == SKIP_INDEX_AFTER) and self._active_index() is not None:
-                    ranks, k = self._jump(ranks, k, now)
+                    ranks, k = self._jump(ranks, k, now, later)
                     skipped = 0
                 continue
             idle = deg == 0
-            self._take_part(st, ranks[~idle] if idle.any() else ranks, k, now)
+            through = self._take_part(st, ranks[~idle] if idle.any() else ranks, k, now)
             ranks = ranks[idle]
+            if through is not None:  # done with step k already: on to k + 1 with the idle ones
+                ranks = np.concatenate([ranks, through])
             k += 1
 
     def _active_index(self) -> np.ndarray | None:
@@ -1531,7 +1594,7 @@ class FlowSimulator:
             self._gid_base = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         return None if self._active is False else self._active
 
-    def _jump(self, ranks: np.ndarray, k: int, now: float):
+    def _jump(self, ranks: np.ndarray, k: int, now: float, later: list):
         """Ranks idle from step k on: each goes to the next step it takes part in, or to the next
         pending barrier, or past the last step, whichever comes first. Those that stop before
         the last such step enter theirs here, step by step in increasing order, as the walk
@@ -1552,12 +1615,16 @@ class FlowSimulator:
         groups = np.split(np.arange(len(ranks)), cuts)
         for g in groups[:-1]:  # each takes part in its step (it is not a barrier nor the end)
             kk = int(nxt[g[0]])
-            self._take_part(self._state(kk), ranks[g], kk, now)
+            through = self._take_part(self._state(kk), ranks[g], kk, now)
+            if through is not None:
+                later.append((through, kk + 1))
         last = groups[-1]
         return ranks[last], int(nxt[last[0]])
 
-    def _take_part(self, st: _StepState, ranks: np.ndarray, k: int, now: float) -> None:
-        """Ranks that all take part in step k enter it (the walk's step body for them)."""
+    def _take_part(self, st: _StepState, ranks: np.ndarray, k: int, now: float) -> np.ndarray | None:
+        """Ranks that all take part in step k enter it (the walk's step body for them). Returns
+        those of them already done with the step (only in a step with eager transfers: every
+        transfer they take part in completed before they entered), else None."""
         self.cur_step[ranks] = k
         r = st.route
         at = r.positions(ranks)
@@ -1570,12 +1637,39 @@ class FlowSimulator:
         else:
             outs = r.out_tr[_csr_rows(r.out_ptr, at)[0]]
             ins = r.in_tr[_csr_rows(r.in_ptr, at)[0]]
+        if st.eager is not None:
+            return self._take_part_eager(st, ranks, outs, ins, now)
         ready_in = ins[st.src_in[ins]]
         st.dst_in[ins] = True
         st.src_in[outs] = True
         ready_out = outs[st.dst_in[outs]]
         if ready_in.size or ready_out.size:
             self._start(st, ready_in, ready_out, now)
+        return None
+
+    def _take_part_eager(self, st: _StepState, ranks, outs, ins, now) -> np.ndarray | None:
+        """:meth:`_take_part` in a step with eager transfers: an eager transfer is ready when its
+        sender enters; one that reached its receiver before the receiver entered is taken now
+        (counted done, or handed to the receiver's reduction unit)."""
+        eager = st.eager
+        ready_in = ins[st.src_in[ins] & ~eager[ins]]
+        st.dst_in[ins] = True
+        st.src_in[outs] = True
+        ready_out = outs[st.dst_in[outs] | eager[outs]]
+        if ready_in.size or ready_out.size:
+            self._start(st, ready_in, ready_out, now)
+        early = ins[st.early[ins]]
+        if early.size:  # completed before its receiver was here: the receiver counts it now
+            st.early[early] = False
+            np.subtract.at(self.outstanding, st.dst[early], 1)
+        held = ins[st.held[ins]]
+        if held.size:  # drained before its receiver was here: reduced from now
+            st.held[held] = False
+            self._arrive(st, held, now, receiver_only=True)
+        if not early.size:
+            return None
+        through = ranks[self.outstanding[ranks] == 0]
+        return through if through.size else None
 
     def _start(self, st: _StepState, ready_in, ready_out, now):
         idx = np.concatenate([ready_in, ready_out]) if ready_in.size and ready_out.size else (
@@ -1585,7 +1679,10 @@ class FlowSimulator:
             gate = np.concatenate([st.dst[ready_in], st.src[ready_out]])  # the rank that came last
             st.pred[idx] = self.rank_gate[gate]
         self.step_ready_s[st.k] = min(self.step_ready_s[st.k], now)
-        t = now + self.cfg.step_overhead_s + st.route.lat[idx]
+        lat = st.route.lat[idx]
+        if st.eager is not None:  # an eager transfer's bytes leave at once; its latency comes after them
+            lat = np.where(st.eager[idx], 0.0, lat)
+        t = now + self.cfg.step_overhead_s + lat
         self.fabric.push_grouped(t if st.extra_s is None else t + st.extra_s[idx], _ACTIVATE, self.id, st.k, idx)
 
     # ---------------------------------------------------------------- flows of this run
@@ -1627,7 +1724,11 @@ class FlowSimulator:
             if arrived.size:
                 self._arrive(st, arrived, now)
 
-    def _arrive(self, st: _StepState, idx, now):
+    def _arrive(self, st: _StepState, idx, now, receiver_only: bool = False):
+        if st.eager is not None and not receiver_only:
+            idx = self._arrive_eager(st, idx, now)
+            if not idx.size:
+                return
         if not st.any_reduce:
             self._complete(st, idx, now)
             return
@@ -1663,7 +1764,79 @@ class FlowSimulator:
         unit[self.rank_node[dst[last]]] = done[last]
         self.fabric.push_grouped(done, _COMPLETE, self.id, st.k, idx)
 
+    def _arrive_eager(self, st: _StepState, idx, now) -> np.ndarray:
+        """Eager transfers among ``idx`` have drained: their senders are done with them
+        (:meth:`_sent`); those that reduce and whose receiver has not entered the step yet wait
+        for it (``held``, :meth:`_take_part_eager`). Returns the transfers that go on now."""
+        e = st.eager[idx]
+        if not e.any():
+            return idx
+        self._sent(st, idx[e], now)
+        lat = np.where(e, st.route.lat[idx], 0.0)
+        flying = lat > 0
+        if flying.any():  # they reach the receiver one path latency later
+            self.fabric.push_grouped(now + lat[flying], _LAND, self.id, st.k, idx[flying])
+        wait = e & ~flying & ~st.dst_in[idx] & (st.reduce_s[idx] > 0)
+        if wait.any():
+            st.held[idx[wait]] = True
+        return idx[~(flying | wait)] if (flying.any() or wait.any()) else idx
+
+    def _land(self, st: _StepState, idx, now) -> None:
+        """Eager transfers ``idx`` reach their receivers (a path latency after they drained)."""
+        wait = ~st.dst_in[idx] & (st.reduce_s[idx] > 0)
+        if wait.any():
+            st.held[idx[wait]] = True
+            idx = idx[~wait]
+        if idx.size:
+            self._arrive(st, idx, now, receiver_only=True)
+
+    def _sent(self, st: _StepState, idx, now) -> None:
+        """Eager transfers ``idx`` have drained: each sender loses one outstanding transfer and
+        leaves the step once it has none left."""
+        src = st.src[idx]
+        np.subtract.at(self.outstanding, src, 1)
+        if self.cfg.record:
+            self.rank_gate[src] = idx + st.gid0
+        done = src[self.outstanding[src] == 0]
+        if done.size > 1:
+            done = np.unique(done)
+        if done.size:
+            self._enter(done, st.k + 1, now)
+
+    def _complete_eager(self, st: _StepState, idx, now):
+        """:meth:`_complete` in a step with eager transfers: an eager transfer's sender was let go
+        when it drained (:meth:`_sent`); its receiver counts it now if it has entered the step,
+        else when it enters (``early``)."""
+        if self.cfg.record:
+            st.t_end[idx] = now
+        self.step_end_s[st.k] = max(self.step_end_s[st.k], now)
+        st.left -= idx.size
+        e = st.eager[idx]
+        here = st.dst_in[idx]
+        if not here.all():
+            st.early[idx[~here]] = True
+        s_idx, d_idx = idx[~e], idx[here]
+        src, dst = st.src[s_idx], st.dst[d_idx]
+        np.subtract.at(self.outstanding, src, 1)
+        np.subtract.at(self.outstanding, dst, 1)
+        if self.cfg.record:
+            self.rank_gate[src] = s_idx + st.gid0
+            self.rank_gate[dst] = d_idx + st.gid0
+        # a rank is released once: as a receiver, or as a sender that received nothing just now
+        done_dst = np.unique(dst[self.outstanding[dst] == 0])
+        self._mark[dst] = True
+        done_src = np.unique(src[(self.outstanding[src] == 0) & ~self._mark[src]])
+        self._mark[dst] = False
+        released = np.concatenate([done_dst, done_src]) if done_src.size else done_dst
+        if released.size:
+            self._enter(released, st.k + 1, now)
+        if st.left == 0:
+            self._retire()
+
     def _complete(self, st: _StepState, idx, now):
+        if st.eager is not None:
+            self._complete_eager(st, idx, now)
+            return
         if self.cfg.record:
             st.t_end[idx] = now
         self.step_end_s[st.k] = max(self.step_end_s[st.k], now)

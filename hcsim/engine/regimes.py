@@ -81,6 +81,20 @@ class MessageRegimes:
     send_copy_Bps : tuple of float or None
         Per regime (None: infinite in every regime), the rate at which the sender's CPU copies
         a message out in the send call (with ``send_overhead_s``; infinite: not charged).
+    start_when : tuple of str or None
+        Per regime (None: ``"both"`` in every regime), what makes a transfer of step k
+        *ready*: ``"both"``, its two ranks have entered step k (a rendezvous: the receiver
+        must be there to accept the data, which is how the engine runs every transfer
+        without regimes); ``"sender"``, its sender alone has entered step k (an eager
+        message: the MPI standard lets a standard-mode send complete before the matching
+        receive is posted, the library buffering the message, and MPI libraries do so below
+        their eager limit). Under ``"sender"`` the sender is done with the transfer when its
+        flow has drained (its bytes have left and arrived); the receiver when it has entered
+        step k and the transfer has completed (a reducing one is reduced by the receiver's
+        reduction unit only from when the receiver has entered the step, in the engine's
+        first-come order). A message that drains before its receiver has entered its step
+        waits for it (MPI's unexpected-message queue), so a late rank delays only the ranks
+        it sends to, not the ranks that send to it.
 
     Examples
     --------
@@ -100,9 +114,17 @@ class MessageRegimes:
     local_efficiency: tuple | None = None
     send_overhead_s: tuple | None = None
     send_copy_Bps: tuple | None = None
+    start_when: tuple | None = None
 
     def __post_init__(self):
         k = len(self.from_bytes)
+        if self.start_when is not None:
+            sw = self.start_when
+            if isinstance(sw, (str, bytes)) or not hasattr(sw, "__len__") or len(sw) != k:
+                raise bad_value("message_regimes.start_when", sw, f"{k} of {', '.join(START_WHEN)}, one per regime")
+            for i, w in enumerate(sw):
+                if not isinstance(w, str) or w not in START_WHEN:
+                    raise bad_value(f"message_regimes[{i}].start_when", w, "one of " + ", ".join(START_WHEN))
         for name, ok, allowed in (
                 ("send_overhead_s", lambda v: 0 <= v <= 1, "seconds from 0 to 1"),
                 ("send_copy_Bps", lambda v: 1 <= v <= 1e15 or v == np.inf, "bytes per second from 1 to 1e15, or inf")):
@@ -152,7 +174,28 @@ class MessageRegimes:
         """True when no regime adds a cost (the model without regimes)."""
         return (all(v == 0 for v in self.overhead_s) and all(e == 1 for e in self.efficiency)
                 and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware
-                and not self.many_aware and not self.local_aware and not self.serial_aware)
+                and not self.many_aware and not self.local_aware and not self.serial_aware
+                and not self.eager_aware)
+
+    @property
+    def eager_aware(self) -> bool:
+        """True when some regime starts a transfer as soon as its sender is ready (``start_when``)."""
+        return self.start_when is not None and any(w == "sender" for w in self.start_when)
+
+    def sender_starts(self, message_bytes) -> np.ndarray:
+        """For each message size, whether its regime's transfers start when the sender alone is
+        ready (``start_when`` ``"sender"``, an eager message).
+
+        Examples
+        --------
+        >>> r = MessageRegimes(from_bytes=(0, 65536), overhead_s=(0.0, 0.0), efficiency=(1.0, 1.0),
+        ...                    start_when=("sender", "both"))
+        >>> r.sender_starts([8, 65535, 65536]).tolist()
+        [True, True, False]
+        """
+        if not self.eager_aware:
+            return np.zeros(np.shape(message_bytes), dtype=bool)
+        return np.asarray([w == "sender" for w in self.start_when], dtype=bool)[self.regime_of(message_bytes)]
 
     @property
     def peer_aware(self) -> bool:
@@ -235,6 +278,10 @@ class MessageRegimes:
 
 OVERHEAD_WHEN = ("always", "receiver_sending")
 """When a regime's overhead is paid (:attr:`MessageRegimes.overhead_when`)."""
+
+START_WHEN = ("both", "sender")
+"""What makes a regime's transfer ready (:attr:`MessageRegimes.start_when`): both ranks in the step
+(rendezvous), or its sender alone (eager)."""
 
 
 def _pairs(src, dst, nbytes):
