@@ -17,7 +17,7 @@ from hcsim.engine.regimes import (
 )
 from hcsim.errors import ConfigError
 from hcsim.testbed.netns import TestbedSpec as Spec
-from hcsim.topology import full_mesh, single_switch
+from hcsim.topology import full_mesh, leaf_spine, single_switch
 from hcsim.topology.io import load_topology, save_topology
 
 RNDV = MessageRegimes(from_bytes=(0, 1000), overhead_s=(0.0, 5e-6), efficiency=(1.0, 0.5))
@@ -391,3 +391,17 @@ def test_probe_rounds_keep_the_median_so_one_slow_round_does_not_set_the_model(m
     assert mpi.fit_point_to_point(tb, rounds=1)["regimes"]["new_peer_efficiency"][0] < 0.7
     with pytest.raises(ConfigError, match="rounds = 0"):
         mpi.fit_point_to_point(tb, rounds=0)
+
+
+def test_start_when_round_trips_through_a_topology_file(tmp_path):
+    """An eager regime (``start_when``) survives save and load, so a saved topology predicts
+    what the one in memory did; a bad value is the file's one-line error."""
+    reg = MessageRegimes((0, 65536), (0.0, 0.0), (1.0, 1.0), start_when=("sender", "both"))
+    topo = with_regimes(leaf_spine(2, 2, 1, 10e9, 1e-6), reg)
+    back = load_topology(save_topology(topo, tmp_path / "t.yaml"))
+    assert back.defaults.message_regimes.start_when == ("sender", "both")
+    assert simulate(back, "allgather", 4096, "ring").time_s == simulate(topo, "allgather", 4096, "ring").time_s
+    text = (tmp_path / "t.yaml").read_text()
+    (tmp_path / "w.yaml").write_text(text.replace("start_when: sender", "start_when: receiver"))
+    with pytest.raises(ConfigError, match=r"message_regimes\[0\].start_when = 'receiver'"):
+        load_topology(tmp_path / "w.yaml")
