@@ -407,6 +407,10 @@ def test_cli_prints_table_and_answer_and_writes_csv(tmp_path, capsys):
     (["--vary", "servers=" + "[" * 3000 + "]" * 3000], "hcsim: error: --vary = 'servers=[[[["),
     (["--vary", "tp=2", "--set", "global_batch=" + "[" * 3000 + "]" * 3000],
      "hcsim: error: --set = 'global_batch=[[[["),
+    # values Python will not build: an int past 4,300 digits (ValueError), a date that does not exist
+    (["--vary", "tp=2", "--set", "global_batch=" + "1" * 4301], "hcsim: error: --set = 'global_batch=1111"),
+    (["--vary", "tp=2", "--set", "global_batch=2001-02-30"], "hcsim: error: --set = 'global_batch=2001-02-30'"),
+    (["--vary", "servers=[" + "1" * 4301 + "]"], "hcsim: error: --vary = 'servers=[1111"),
 ])
 def test_cli_bad_input_is_one_line(tmp_path, capsys, argv, start):
     import yaml

@@ -641,13 +641,14 @@ def _cmd_run(a) -> int:
 
 
 def _yaml_value(text: str):
-    """A command-line value read as YAML; None when it is not YAML (or nests past the parser's
-    depth, which would otherwise be a RecursionError)."""
+    """``(ok, value)``: a command-line value read as YAML; ``(False, None)`` when it is not YAML,
+    nests past the parser's depth (a RecursionError) or holds a value Python will not build (an
+    integer of more than 4,300 digits, a date 2001-02-30: ValueError, OverflowError)."""
     import yaml
 
     try:
         return True, yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
+    except (yaml.YAMLError, RecursionError, ValueError, OverflowError, TypeError):
         return False, None
 
 
