@@ -1,5 +1,7 @@
 """``route_many`` gives what ``route`` gives pair by pair: the same path ids, the same path store."""
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -173,3 +175,42 @@ def test_a_far_star_on_a_long_ring_is_refused_before_its_routes_are_built():
             hcsim.simulate(topo, "scatter", "64K", "star", mode=mode, max_work=1_000_000)
         assert "\n" not in str(info.value)
         assert len(topo.compiled().paths.latency_s) == 0, mode  # refused before any route was made
+
+
+def test_a_cold_call_hands_its_later_pairs_to_the_compiled_search(monkeypatch):
+    """While the compiled search is not loaded, route_many searches in chunks, so that once the
+    Python searches have grown past COLD_SEARCH_GROWN the rest of the same call is compiled (a
+    bmtree broadcast's 16,383 pairs on a 32 x 32 x 16 torus: 13 s of CPU in one Python call,
+    3.4 s now). The same routes, the same path store and ``after`` called once per pair in order."""
+    from hcsim.topology import model, routing
+
+    if not model._compiled_search(model.COLD_SEARCH_PAIRS):
+        pytest.skip("the compiled search is not in use (HCSIM_NO_NUMBA or no numba)")
+    loaded = model._SEARCH
+
+    def star(topo):
+        net = topo.compiled()
+        return net, [net.node_index[topo.npus[0]]] * (topo.num_npus - 1), [net.node_index[v] for v in topo.npus[1:]]
+
+    reference, srcs, dsts = star(hcsim.topology.torus((16, 16, 4), 25e9, 1e-6))
+    monkeypatch.setattr(model, "_SEARCH", False)  # the Python search alone
+    expected = reference.route_many(srcs, dsts, [False] * len(srcs))
+    monkeypatch.setattr(model, "_SEARCH", None)  # not loaded yet, in a process without numba so far
+    monkeypatch.delitem(sys.modules, "numba")
+    monkeypatch.setattr(model, "COLD_SEARCH_CHUNK", 300)
+    monkeypatch.setattr(model, "COLD_SEARCH_GROWN", routing.GROWN + 1)  # reached by the first chunk
+    net, srcs, dsts = star(hcsim.topology.torus((16, 16, 4), 25e9, 1e-6))
+    seen, searched = [], []
+    monkeypatch.setattr(model._Compiled, "_search_new", _counting(model._Compiled._search_new, searched))
+    routes = net.route_many(srcs, dsts, [False] * len(srcs), after=lambda k, ids: seen.append(k))
+    assert routes == expected and seen == list(range(len(srcs)))
+    assert [len(a) for a in _store(net)] == [len(a) for a in _store(reference)]
+    assert model._SEARCH is loaded and searched[0] is False and all(searched[1:]) and len(searched) > 1  # Python, then compiled
+
+
+def _counting(method, log):
+    def wrapped(self, *args):
+        found = method(self, *args)
+        log.append(found is not None)
+        return found
+    return wrapped

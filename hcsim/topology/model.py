@@ -668,7 +668,26 @@ nodes (about 0.3 s of them at about 0.6 us a node), after which numba's start-up
 even on calls of few pairs: a 32 x 32 x 16 torus's 16,383 star pairs, searched in calls of a few
 hundred, grew 14.8M nodes in 9.8 s of CPU (:data:`hcsim.topology.routing.GROWN`)."""
 
+COLD_SEARCH_CHUNK = 512
+""":meth:`_Compiled.route_many` searches a call's pairs in chunks of this many while the compiled
+search is not loaded (:func:`_search_cold`), so that a call whose Python searches grow past
+:data:`COLD_SEARCH_GROWN` hands the rest to it: the bmtree broadcast's 16,383 pairs on a
+32 x 32 x 16 torus took 17 s of Python search in one call. The same routes either way (the
+compiled search gives the Python search's paths, in its order)."""
+
 _SEARCH = None  # the compiled search: None not looked for yet, False unavailable
+
+
+def _search_cold() -> bool:
+    """Whether the compiled search has not been looked for yet (it may still be loaded)."""
+    return _SEARCH is None and not os.environ.get("HCSIM_NO_NUMBA")
+
+
+def _shifted(after, by: int):
+    """``after`` with its pair index counted from ``by`` pairs earlier (None stays None)."""
+    if after is None or not by:
+        return after
+    return lambda k, ids: after(k + by, ids)
 
 
 def _compiled_search(pairs: int) -> bool:
@@ -973,6 +992,16 @@ class _Compiled:
         if len(srcs) <= 256:
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after, ahead)
         with collector_paused():  # tens of thousands of tuples and lists, none in a cycle
+            done = 0
+            while _search_cold() and len(srcs) - done > 2 * COLD_SEARCH_CHUNK:
+                # the compiled search not loaded yet: a chunk by the Python search, after which it
+                # may have grown enough to load it for the rest (a torus: each search grows far)
+                part = slice(done, done + COLD_SEARCH_CHUNK)
+                self._route_many(srcs[part], dsts[part], pairs[part], policy, seed, qps, out,
+                                 _shifted(after, done), ahead)
+                done += COLD_SEARCH_CHUNK
+            if done:
+                srcs, dsts, pairs, after = srcs[done:], dsts[done:], pairs[done:], _shifted(after, done)
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after, ahead)
 
     def _search_new(self, srcs, dsts, pairs, policy, seed, qps) -> _Found | None:
