@@ -11,8 +11,10 @@ What the closed forms are, exactly (each part is a property test in
 
 * On a topology where every pair the schedule uses has the same latency and bottleneck and no
   two concurrent transfers share a resource (a full mesh), the event-driven time equals the
-  closed form, at every size for scatter and gather and at sizes the algorithm's chunks divide
-  evenly for the others (otherwise chunks differ by a byte and the closed form uses the mean).
+  closed form, at every size for flat scatter and gather and at sizes the algorithm's chunks
+  divide evenly for the others, level compositions of scatter and gather included (otherwise
+  chunks differ by a byte and the closed form uses the mean: within a byte per chunk a rank
+  pair moves in a step; docs/architecture.md, "Analytical mode").
 * Elsewhere the closed form is an estimate, not a bound: it charges every step the slowest
   pair, so it is above the event-driven time when most steps run between close ranks (H-D_R
   allreduce on a leaf-spine) and below it when transfers contend.

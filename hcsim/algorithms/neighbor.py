@@ -22,7 +22,15 @@ import numpy as np
 
 from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, get_algorithm, register
-from .schedule import ChunkSpace, CollectiveArgs, Schedule, data_bytes, make_step, split_bytes
+from .schedule import (
+    ChunkSpace,
+    CollectiveArgs,
+    LazySteps,
+    Schedule,
+    data_bytes,
+    make_step,
+    split_bytes,
+)
 
 SOURCE = ("Chen et al. HPCAsia 2005; Open MPI ompi/mca/coll/base/coll_base_allgather.c "
           "(ompi_coll_base_allgather_intra_neighborexchange)")
@@ -37,13 +45,19 @@ def _neighbor_exchange(args: CollectiveArgs) -> Schedule:
     even = r % 2 == 0
     first = np.where(even, (r + 1) % p, (r - 1) % p)   # neighbour at step 0 and every even step
     second = np.where(even, (r - 1) % p, (r + 1) % p)  # neighbour at every odd step
-    steps = [make_step(r, first, space.range_bytes(r, r + 1), False, r, r + 1)]
-    held = r - r % 2  # first block of the pair each rank received last (after step 0: its own pair)
-    for i in range(1, p // 2):
-        dst = second if i % 2 else first
-        steps.append(make_step(r, dst, space.range_bytes(held, held + 2), False, held, held + 2))
-        held = held[np.argsort(dst)]  # rank d now holds the pair its sender sent it
-    return Schedule(args, p, steps, space.chunk_bytes, "ne")
+    pair, sign = r // 2, np.where(even, 1, -1)
+
+    def step(i):
+        if i == 0:
+            return make_step(r, first, space.range_bytes(r, r + 1), False, r, r + 1)
+        # the pair a rank forwards at step i (the one it received at step i - 1): its own pair
+        # moved by 0, -1, +1, -2, +2, ... pairs for an even rank, the opposite for an odd one
+        # (each step passes every pair one rank on, the two directions alternating)
+        shift = (i // 2) * (1 if i % 2 else -1)
+        held = 2 * ((pair + sign * shift) % (p // 2))
+        return make_step(r, second if i % 2 else first, space.range_bytes(held, held + 2), False, held, held + 2)
+
+    return Schedule(args, p, LazySteps(p // 2, step), space.chunk_bytes, "ne")
 
 
 def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:

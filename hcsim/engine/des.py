@@ -59,6 +59,7 @@ import numpy as np
 
 from ..errors import StuckScheduleError, WorkLimitError, bad_value
 from ..limits import (
+    FLOWS_PER_UNIT,
     LONE_TRANSFERS_PER_UNIT,
     MAX_FLOW_UPDATES,
     RANKS_PER_UNIT,
@@ -478,6 +479,8 @@ class Fabric:
         self.flow_updates = 0
         """Flows whose max-min rate was recomputed, summed over every full recompute: the
         engine's work, counted against ``max_flow_updates``."""
+        self.flows_started = 0
+        """Flows started on this fabric (:data:`~hcsim.limits.FLOWS_PER_UNIT` of them a work unit)."""
 
     def attach(self, run) -> int:
         """Register a run; returns its id in the slot table."""
@@ -560,7 +563,7 @@ class Fabric:
     def work(self) -> int:
         """Engine work so far, in the units of :attr:`EngineConfig.max_work`."""
         return (WORK_PER_INSTANT * (self.instants + self.entries) + self.rank_work + self.lone_work + self.route_work
-                + self.job_work + self.flow_updates)
+                + self.job_work + self.flow_updates + self.flows_started // FLOWS_PER_UNIT)
 
     def check_work(self, now: float | None, doing: str = "") -> None:
         """Raise :class:`WorkLimitError` once :attr:`work` has passed ``max_work``."""
@@ -632,6 +635,7 @@ class Fabric:
         over path ``paths[i]``."""
         self._refresh_paths()  # routes made since the last flows started (a cheap test otherwise)
         self._started_since = True
+        self.flows_started += paths.size
         if self._book is not None:
             slots = self._alloc(paths.size)
             hot, earliest, near = self._book.start_flows(  # (scalars cast: one compiled signature)
