@@ -113,14 +113,17 @@ def _walks(m, depth, back_ptr, back_nbr, back_link, stamp, dist, cur, limit, for
 
 
 @njit(cache=True)
-def search_many(out_ptr, out_nbr, out_link, in_ptr, in_nbr, in_link, srcs, dsts, max_paths):  # pragma: no cover
+def search_many(out_ptr, out_nbr, out_link, in_ptr, in_nbr, in_link, srcs, dsts, max_paths,
+                max_links=-1):  # pragma: no cover
     """Every pair's shortest paths: ``(pair_ptr, path_ptr, links)``, pair ``k``'s paths being
     ``pair_ptr[k]:pair_ptr[k + 1]`` and path ``q``'s links ``links[path_ptr[q]:path_ptr[q + 1]]``
     (none for a pair that cannot be reached, one empty path for a node to itself).
 
     Parameters: CSR adjacency out (``out_ptr``, ``out_nbr``, ``out_link``: node u's successors
     and the links to them, in successor order) and in (node v's predecessors), node arrays
-    ``srcs``, ``dsts``, and ``max_paths``."""
+    ``srcs``, ``dsts``, ``max_paths``, and ``max_links`` (-1: none): stop after the first pair
+    that brings the links found to at least that many, so that ``pair_ptr`` then has an entry
+    for each pair searched (``pair_ptr.size - 1`` of them), not for every pair."""
     n = out_ptr.size - 1
     n_pairs = srcs.size
     f_stamp = np.zeros(n, dtype=np.int64)
@@ -239,4 +242,6 @@ def search_many(out_ptr, out_nbr, out_link, in_ptr, in_nbr, in_link, srcs, dsts,
                 if made >= max_paths:
                     break
         pair_ptr[k + 1] = n_paths
+        if max_links >= 0 and n_links >= max_links:
+            return pair_ptr[:k + 2], path_ptr[:n_paths + 1], links[:n_links]
     return pair_ptr, path_ptr[:n_paths + 1], links[:n_links]

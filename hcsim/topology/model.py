@@ -716,8 +716,9 @@ def warm_search() -> bool:
     if not _compiled_search(COLD_SEARCH_PAIRS):
         return False
     adj = [[(1, 0)], [(0, 1)]]
-    _SEARCH(*_csr(adj), *_csr([[(1, 1)], [(0, 0)]]), np.array([0], dtype=np.int64), np.array([1], dtype=np.int64),
-            MAX_PATHS)
+    for bound in ((), (SEARCH_PIECE_LINKS,)):  # unbounded, and in pieces (route_many with ``ahead``)
+        _SEARCH(*_csr(adj), *_csr([[(1, 1)], [(0, 0)]]), np.array([0], dtype=np.int64), np.array([1], dtype=np.int64),
+                MAX_PATHS, *bound)
     return True
 
 
@@ -728,6 +729,36 @@ def _csr(adj) -> tuple:
     flat = [way for a in adj for way in a]
     ways = np.array(flat, dtype=np.int64).reshape(len(flat), 2)
     return ptr, ways[:, 0].copy(), ways[:, 1].copy()
+
+
+SEARCH_PIECE_LINKS = 1 << 22
+"""Links a piece of a bounded compiled search finds before its costs are checked (32 MB of them):
+:meth:`_Compiled._search_new`."""
+
+
+def _joined(pieces) -> tuple:
+    """``(pair_ptr, path_ptr, links)`` of consecutive pieces of one search, as one search's."""
+    if len(pieces) == 1:
+        return pieces[0]
+    pair_ptrs, path_ptrs, links = [pieces[0][0]], [pieces[0][1]], [pieces[0][2]]
+    n_paths, n_links = pieces[0][1].size - 1, pieces[0][2].size
+    for pair_ptr, path_ptr, more in pieces[1:]:
+        pair_ptrs.append(pair_ptr[1:] + n_paths)
+        path_ptrs.append(path_ptr[1:] + n_links)
+        links.append(more)
+        n_paths, n_links = n_paths + path_ptr.size - 1, n_links + more.size
+    return np.concatenate(pair_ptrs), np.concatenate(path_ptrs), np.concatenate(links)
+
+
+def _search_costs(pair_ptr: np.ndarray, path_ptr: np.ndarray) -> tuple:
+    """For each pair of a compiled search: the links of its shortest path (all its paths are that
+    long; 0 for a pair not reached) and the links over all the paths found (what it walked)."""
+    searched = path_ptr[pair_ptr[1:]] - path_ptr[pair_ptr[:-1]]
+    some = pair_ptr[1:] > pair_ptr[:-1]  # (a pair not reached has no path: its error comes in order)
+    shortest = np.zeros(searched.size, dtype=np.int64)
+    first = pair_ptr[:-1][some]
+    shortest[some] = path_ptr[first + 1] - path_ptr[first]
+    return shortest, searched
 
 
 def _rows_of(off: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -1004,10 +1035,14 @@ class _Compiled:
                 srcs, dsts, pairs, after = srcs[done:], dsts[done:], pairs[done:], _shifted(after, done)
             return self._route_many(srcs, dsts, pairs, policy, seed, qps, out, after, ahead)
 
-    def _search_new(self, srcs, dsts, pairs, policy, seed, qps) -> _Found | None:
+    def _search_new(self, srcs, dsts, pairs, policy, seed, qps, ahead=None) -> _Found | None:
         """The compiled search's paths (:mod:`hcsim.topology._search_kernel`) for
-        :meth:`route_many`'s routes not made yet, searched in one call; None when it is not in
-        use or there are fewer than :data:`COMPILED_SEARCH_PAIRS` node pairs to search."""
+        :meth:`route_many`'s routes not made yet; None when it is not in use or there are fewer
+        than :data:`COMPILED_SEARCH_PAIRS` node pairs to search. With ``ahead`` (see
+        :meth:`route_many`) the search runs in pieces of about :data:`SEARCH_PIECE_LINKS` links,
+        ``ahead`` seeing all the pairs searched so far after each, so that it can stop a batch
+        whose paths alone would not fit in memory (a star on a 2 x 8,192 torus: up to 64 paths
+        of 4,096 links for each of 16,383 pairs, 4.3G links)."""
         if len(srcs) < COMPILED_SEARCH_PAIRS or not _compiled_search(len(srcs)):
             return None
         if not len(srcs) == len(dsts) == len(pairs):
@@ -1020,21 +1055,21 @@ class _Compiled:
         if self._csr is None:
             self._csr = tuple(a for adj in (self.out_adj, self.in_adj) for a in _csr(adj))
         src, dst = list(zip(*new, strict=True))[:2]  # (a pair new under both exchange flags: searched twice)
-        pair_ptr, path_ptr, links = _SEARCH(*self._csr, np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64),
-                                            MAX_PATHS)
-        return _Found(keys, new, pair_ptr, path_ptr, links)
+        src, dst = np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64)
+        if ahead is None:
+            return _Found(keys, new, *_SEARCH(*self._csr, src, dst, MAX_PATHS))
+        pieces, costs, done = [], [], 0
+        while done < src.size:
+            piece = _SEARCH(*self._csr, src[done:], dst[done:], MAX_PATHS, SEARCH_PIECE_LINKS)
+            pieces.append(piece)
+            costs.append(_search_costs(piece[0], piece[1]))
+            done += piece[0].size - 1
+            ahead(*(np.concatenate(c) for c in zip(*costs, strict=True)))  # every pair searched so far
+        return _Found(keys, new, *_joined(pieces))
 
     def _route_many(self, srcs, dsts, pairs, policy, seed, qps, out, after, ahead=None) -> list:
         routes, walked = self._routes, self._walked
-        found = self._search_new(srcs, dsts, pairs, policy, seed, qps)
-        if found is not None and ahead is not None:
-            path_ptr, pair_ptr = found.path_ptr, found.pair_ptr
-            searched = path_ptr[pair_ptr[1:]] - path_ptr[pair_ptr[:-1]]
-            some = pair_ptr[1:] > pair_ptr[:-1]  # (a pair not reached has no path: its error comes in order)
-            shortest = np.zeros(searched.size, dtype=np.int64)
-            first = pair_ptr[:-1][some]
-            shortest[some] = path_ptr[first + 1] - path_ptr[first]
-            ahead(shortest, searched)
+        found = self._search_new(srcs, dsts, pairs, policy, seed, qps, ahead)
         if found is not None and not self.engine_res and not self.exchange_res and self._route_found(found, out, after):
             return out
         search = self._search.all_shortest_paths if found is None else found.search(self._search.all_shortest_paths)
