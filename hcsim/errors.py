@@ -6,6 +6,8 @@ can print it as it is and exit with status 2.
 
 from __future__ import annotations
 
+import numbers
+
 
 class HcsimError(ValueError):
     """Base class of every error hcsim raises on purpose. Its message is always one line
@@ -57,3 +59,34 @@ def unknown_name(field: str, value: object, known) -> ConfigError:
     """Error for a name that is not in a registry, listing the known names."""
     names = ", ".join(sorted(str(k) for k in known))
     return ConfigError(f"{field} = {shown(value)}: unknown; known: {names}")
+
+
+def is_int(value) -> bool:
+    """Whether ``value`` is a whole number hcsim takes as an integer: a Python or numpy integer, not
+    a bool and not a ``numpy.timedelta64`` (which numpy registers as an integer type, but which is
+    a duration: it fails where hcsim hashes or combines it).
+
+    >>> import numpy as np
+    >>> [is_int(v) for v in (3, np.int64(3), np.uint8(3), True, 3.0, np.timedelta64(3))]
+    [True, True, True, False, False, False]
+    """
+    if type(value) is int:
+        return True
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    return getattr(getattr(value, "dtype", None), "kind", "i") in "iu"
+
+
+def is_real(value) -> bool:
+    """Whether ``value`` is a real number hcsim takes as one: a Python or numpy int or float, not a
+    bool and not a ``numpy.timedelta64`` (a duration, which numpy registers as an integer).
+
+    >>> import numpy as np
+    >>> [is_real(v) for v in (2.5, np.float32(2.5), 3, True, "2.5", np.timedelta64(3))]
+    [True, True, True, False, False, False]
+    """
+    if type(value) in (int, float):
+        return True
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    return getattr(getattr(value, "dtype", None), "kind", "f") in "iuf"
