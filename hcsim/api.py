@@ -44,7 +44,7 @@ from .dtypes import (
 )
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
-from .errors import ConfigError, WorkLimitError, bad_value
+from .errors import ConfigError, WorkLimitError, bad_value, is_int, is_real
 from .hccl.algo_env import parse_hccl_algo
 from .hccl.buffer import piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
@@ -424,7 +424,7 @@ def _reduces_inline(collective, product, dtype, reduce_op) -> bool:
 
 
 def _is_int(x) -> bool:
-    return type(x) is int or (isinstance(x, numbers.Integral) and not isinstance(x, bool))
+    return is_int(x)
 
 
 @functools.lru_cache(maxsize=64)
@@ -466,7 +466,7 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
     if not _is_int(ecmp_seed) or not 0 <= ecmp_seed < 2**32:
         raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
     for name, v in (("step_overhead_s", step_overhead_s), ("launch_overhead_s", launch_overhead_s)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 <= v <= 1e20):
+        if v is not None and (not is_real(v) or not 0 <= v <= 1e20):
             raise bad_value(name, v, "seconds from 0 to 1e20 (or None: the topology's default)")
     for name, v in (("record", record), ("verify", verify)):  # identity and str first: an array has no truth value
         if not (v is True or v is False or (isinstance(v, str) and v == "auto")):
@@ -594,7 +594,7 @@ def loop_pieces(args, buffer_bytes) -> dict[int, int]:
 
 
 def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS, *, exact: bool = True,
-               built: dict | None = None, max_work: int | None = None) -> int:
+               built: dict | None = None, max_work: int | None = None, every_loop: bool = False) -> int:
     """Count the transfers a call's simulation takes on and refuse it beyond ``max_transfers``.
 
     Each distinct CCL-buffer piece is simulated once (:func:`simulate`), so the count is over
@@ -607,13 +607,17 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS,
     ``exact=False``: above ``PROBE_RANKS`` ranks the extrapolated count is the answer (nothing is
     built; the analytical mode, which builds a schedule once per shape). ``built``: a dict that
     receives each schedule built here, by piece size, for the caller to use rather than build again.
+    ``every_loop``: the caller builds every CCL-buffer loop's schedule (a job, :func:`hcsim.hccl.buffer.looped`),
+    so the extrapolated memory counts each piece once per loop, not once.
     """
     if args.p > MAX_CALL_RANKS:
         raise bad_value("ranks", args.p, f"at most {MAX_CALL_RANKS} ranks in one call (hcsim.limits.MAX_CALL_RANKS)")
-    pieces = [dataclasses.replace(args, nbytes=n) for n in loop_pieces(args, buffer_bytes)]
+    loops = loop_pieces(args, buffer_bytes)
+    pieces = [dataclasses.replace(args, nbytes=n) for n in loops]
     if args.p > PROBE_RANKS and (args.send_matrix is None or args.collective == "alltoallv"):
         # an alltoallv is probed uniform: its blocks are p^2 whatever its matrix (ChunkSpace)
-        estimate = sum(_extrapolated_transfers(spec, piece, max_work) for piece in pieces)
+        estimate = sum(_extrapolated_transfers(spec, piece, max_work, loops[piece.nbytes] if every_loop else 1)
+                       for piece in pieces)
         if estimate > max_transfers:
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
         if not exact:
@@ -634,7 +638,7 @@ PROBE_RANKS = 1024
 """Above this many ranks :func:`check_work` extrapolates before it builds."""
 
 
-def _extrapolated_transfers(spec, args, max_work: int | None = None) -> float:
+def _extrapolated_transfers(spec, args, max_work: int | None = None, copies: int = 1) -> float:
     """Transfers of ``spec`` on ``args``, from the same call on two truncated layouts of about
     ``PROBE_RANKS / 2`` and ``PROBE_RANKS`` ranks (quick to build whatever the call's size).
 
@@ -651,11 +655,12 @@ def _extrapolated_transfers(spec, args, max_work: int | None = None) -> float:
         if len(_PROBES) > 1024:
             _PROBES.pop(next(iter(_PROBES)))
     estimate, held, (p0, p1), pairs, routed = hit
-    if held > MAX_SCHEDULE_BYTES:
+    if held * copies > MAX_SCHEDULE_BYTES:  # (copies: CCL-buffer loops of this piece, each built)
+        loops = f" x {copies} CCL-buffer loops" if copies > 1 else ""
         raise WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks would hold about "
-                             f"{estimate:.3g} transfers in {held / 2**30:.3g} GiB (extrapolated from {p0} and {p1} "
-                             f"ranks), more than MAX_SCHEDULE_BYTES = {MAX_SCHEDULE_BYTES / 2**30:g} GiB; use fewer "
-                             "ranks or another algorithm")
+                             f"{estimate:.3g} transfers{loops} in {held * copies / 2**30:.3g} GiB (extrapolated from "
+                             f"{p0} and {p1} ranks), more than MAX_SCHEDULE_BYTES = {MAX_SCHEDULE_BYTES / 2**30:g} GiB; "
+                             "use fewer ranks, a smaller size or another algorithm")
     if max_work is not None and pairs * WORK_PER_INSTANT + routed > max_work:  # routing alone passes it
         exc = WorkLimitError(f"max_work = {max_work}: {spec.name} {args.collective} on {args.p} ranks routes about "
                              f"{pairs:,.0f} distinct rank pairs ({WORK_PER_INSTANT} units each) in steps of about "

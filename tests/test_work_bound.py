@@ -525,3 +525,19 @@ def test_flows_started_are_priced(monkeypatch):
     plain = hcsim.simulate(leaf_spine(4, 8, 2, 25e9, 1e-6), "allgather", "1M", "ne")
     assert flows >= 256 and priced.time_s == plain.time_s
     assert priced.config["work"] - plain.config["work"] == flows // FLOWS_PER_UNIT
+
+
+def test_a_jobs_looped_schedule_is_refused_before_it_is_built():
+    """A job builds every CCL-buffer loop of a collective (a call simulates each distinct piece
+    once), so its memory bound counts each piece once per loop (judge9's H7: a Bruck alltoall of
+    1 GiB on a 256-server pod's 2,048 ranks built 5 loops, 4.4 GB, before its work bound stopped
+    it at 16 s)."""
+    from hcsim.errors import WorkLimitError
+    from hcsim.workload import Workload, run
+
+    topo = hcsim.load_topology("atlas900-a2-pod", servers=256)
+    w = Workload("h7")
+    comm = w.communicator("w", list(range(topo.num_npus)))
+    w.collective("a2a", comm, "alltoall", 1 << 30, algorithm="bruck")
+    with pytest.raises(WorkLimitError, match=r"x 5 CCL-buffer loops in [0-9.]+ GiB"):
+        run(topo, w)

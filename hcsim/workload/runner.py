@@ -31,7 +31,7 @@ from ..api import (
 from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator, moved_bytes
 from ..engine.result import link_table
-from ..errors import ConfigError, WorkLimitError, bad_value
+from ..errors import ConfigError, WorkLimitError, bad_value, is_int
 from ..hccl.buffer import looped
 from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import (
@@ -110,7 +110,7 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         raise bad_value("workload", workload, "an hcsim.workload.Workload")
     if not isinstance(routing, str) or routing not in ROUTING_POLICIES:
         raise bad_value("routing", routing, "one of " + ", ".join(ROUTING_POLICIES))
-    if isinstance(ecmp_seed, bool) or not isinstance(ecmp_seed, (int, np.integer)) or not 0 <= ecmp_seed < 2**32:
+    if not is_int(ecmp_seed) or not 0 <= ecmp_seed < 2**32:
         raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
     if hccl is not None and not isinstance(hccl, HcclConfig):
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
@@ -164,7 +164,7 @@ def _speeds(speed, world: int) -> np.ndarray:
     if not isinstance(speed, dict):
         raise bad_value("speed", speed, "a {rank: factor} mapping")
     for r, f in speed.items():
-        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < world:
+        if not is_int(r) or not 0 <= r < world:
             raise bad_value("speed", r, f"rank numbers from 0 to {world - 1}")
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or not 1e-6 <= f <= 1e6:
             raise bad_value(f"speed[{r}]", f, "a factor from 1e-6 to 1e6")
@@ -179,7 +179,7 @@ def _starts(start_s, world: int) -> np.ndarray:
     if not isinstance(start_s, dict):
         raise bad_value("start_s", start_s, "a {rank: seconds} mapping")
     for r, t in start_s.items():
-        if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or not 0 <= r < world:
+        if not is_int(r) or not 0 <= r < world:
             raise bad_value("start_s", r, f"rank numbers from 0 to {world - 1}")
         if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or not 0 <= t <= 1e6:
             raise bad_value(f"start_s[{r}]", t, "seconds from 0 to 1e6")
@@ -522,7 +522,7 @@ class _Job:
             # a job runs every CCL-buffer loop (looped): count what they hold, and refuse, before
             # building them (one piece of each size is built and counted, bounded, first)
             built: dict = {}
-            check_work(spec, args, buffer, self.max_transfers, built=built)
+            check_work(spec, args, buffer, self.max_transfers, built=built, every_loop=True)
             pieces = loop_pieces(args, buffer)
             self._count(sum(count * (sum(len(st) for st in built[n].steps) if n in built else 0)
                             for n, count in pieces.items()), op, planned=True)
