@@ -18,7 +18,15 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, unknown_name
+from .errors import (
+    ConfigError,
+    HcsimError,
+    WorkLimitError,
+    bad_value,
+    is_int,
+    is_real,
+    unknown_name,
+)
 from .limits import MAX_CALIBRATION_SIMULATIONS, MAX_CALIBRATION_WORK, MAX_EVALS
 from .topology.io import load_topology
 from .topology.spec import LinkSpec
@@ -113,14 +121,14 @@ def block_operation_seconds(operations: int, rank_Bps: float) -> float:
     >>> round(block_operation_seconds(640, 8.8e9) * 1e6, 2)
     13.96
     """
-    if isinstance(operations, bool) or not isinstance(operations, numbers.Integral) or operations < 0:
+    if not is_int(operations) or operations < 0:
         raise bad_value("operations", operations, "a whole number >= 0")
     return int(operations) * BLOCK_OPERATION_LINES * CACHE_LINE_BYTES / _positive("rank_Bps", rank_Bps, 1e15)
 
 
 def _positive(name: str, value, upper: float = 1e30) -> float:
     """``value`` as a float in (0, upper], or a one-line error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= upper:
+    if not is_real(value) or not 0 < float(value) <= upper:
         raise bad_value(name, value, f"a number above 0, at most {upper:g}")
     return float(value)
 
@@ -220,7 +228,7 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     """
     from .engine.regimes import MessageRegimes
 
-    if isinstance(ll_efficiency, bool) or not isinstance(ll_efficiency, numbers.Real) or not 0 < ll_efficiency < 1:
+    if not is_real(ll_efficiency) or not 0 < ll_efficiency < 1:
         raise bad_value("ll_efficiency", ll_efficiency, "a number between 0 and 1 (LL's share of Simple's rate)")
     r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], float(ll_efficiency)
 
@@ -300,7 +308,7 @@ def rccl_msccl_regimes(ranks: int = 8):
     """
     from .engine.regimes import MessageRegimes
 
-    if isinstance(ranks, bool) or not isinstance(ranks, numbers.Integral) or ranks != 8:
+    if not is_int(ranks) or ranks != 8:
         raise bad_value("ranks", ranks, "8 (RCCL's MSCCL all-pairs programs are for 8 GPUs)")
     hops = 2  # the all-pairs program, as hcsim's mesh: a reduce-scatter hop and an allgather hop
     ring_hops = 2 * (ranks - 1)
@@ -388,7 +396,7 @@ def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int
     from .engine.regimes import MessageRegimes
 
     local_Bps = _positive("local_Bps", local_Bps, 1e15)
-    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Integral) or not 0 < threshold <= 1 << 50:
+    if not is_int(threshold) or not 0 < threshold <= 1 << 50:
         raise bad_value("threshold", threshold, "a whole number of bytes from 1 to 2**50")
 
     def build(step_overhead_s: float, link_Bps: float):
@@ -431,7 +439,7 @@ def eager_send_regimes(*, eager_limit: int | None = None, eager_start: bool = Tr
     """
     from .engine.regimes import MessageRegimes
 
-    if eager_limit is not None and (isinstance(eager_limit, bool) or not isinstance(eager_limit, numbers.Integral)
+    if eager_limit is not None and (not is_int(eager_limit)
                                     or not 0 < eager_limit <= 1 << 50):
         raise bad_value("eager_limit", eager_limit, "a whole number of bytes from 1 to 2**50, or None")
 
@@ -594,11 +602,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     from .backends.parsers import check_measured
 
     check_measured(measured, "calibrate on")
-    if isinstance(max_evals, bool) or not isinstance(max_evals, numbers.Integral) or not 1 <= max_evals <= MAX_EVALS:
+    if not is_int(max_evals) or not 1 <= max_evals <= MAX_EVALS:
         raise bad_value("max_evals", max_evals, f"a whole number from 1 to {MAX_EVALS}")
-    if isinstance(max_simulations, bool) or not isinstance(max_simulations, numbers.Integral) or max_simulations < 1:
+    if not is_int(max_simulations) or max_simulations < 1:
         raise bad_value("max_simulations", max_simulations, "a whole number >= 1")
-    if isinstance(max_work, bool) or not isinstance(max_work, numbers.Integral) or max_work < 1:
+    if not is_int(max_work) or max_work < 1:
         raise bad_value("max_work", max_work, "a whole number >= 1")
     if fit not in ("tiers", "bottleneck"):
         raise bad_value("fit", fit, "tiers or bottleneck")

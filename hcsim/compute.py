@@ -34,12 +34,11 @@ Sources of the presets
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from .dtypes import DTYPES, parse_dtype
-from .errors import bad_value
+from .errors import bad_value, is_real
 
 TFLOPS = 1e12
 TBps = 1e12
@@ -52,7 +51,7 @@ MAX_FLOPS = 1e30
 def real(field_name: str, value, allowed: str) -> float:
     """``value`` as a float if it is a real number (not a bool), else the one-line error
     (the same rule as the topology specs'; kept here so topology.spec can import this module)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise bad_value(field_name, value, allowed)
     try:
         return float(value)

@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .errors import is_int
+
 MIB = 1 << 20
 AGREEMENT_MARGIN = 0.10
 """Fastest-algorithm agreement counts the (collective, size) cases where the measured fastest
@@ -428,7 +430,7 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
                                                                       ("time_us", time_us), ("size_bytes", size_bytes)))
     if collective not in BUSBW_FACTOR:
         raise bad_value("collective", collective, "one of " + ", ".join(sorted(BUSBW_FACTOR)))
-    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 2:
+    if not is_int(ranks) or ranks < 2:
         raise bad_value("ranks", ranks, "a whole number of ranks, at least 2")
     ll_algbw = ll_max_GBps * 1e9 / BUSBW_FACTOR[collective](ranks)
     algbw = size_bytes / (time_us * 1e-6)

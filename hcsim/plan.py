@@ -69,7 +69,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, shown
+from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, is_int, is_real, shown
 
 SIZE_AXES = ("servers", "npus")
 """Axes that set the cluster size (one of them at most)."""
@@ -777,7 +777,7 @@ def _positive(name: str, value):
     if value is None:
         return None
     try:  # an int too large for a float (10**400) is refused, not an OverflowError
-        x = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
+        x = float(value) if is_real(value) else math.nan
     except OverflowError:
         x = math.inf
     if not math.isfinite(x) or x <= 0:
@@ -924,7 +924,7 @@ def _check_value(where, axis, v, values, gen, settable, tparams, tname, bname, e
     if axis in SIZE_AXES:
         from .limits import MAX_NPUS
 
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= MAX_NPUS:
+        if not is_int(v) or not 1 <= v <= MAX_NPUS:
             raise bad_value(where, v, f"an integer from 1 to {MAX_NPUS:,}")
     elif axis in LAYOUT_AXES or axis == "global_batch":
         if gen is None:
@@ -933,7 +933,7 @@ def _check_value(where, axis, v, values, gen, settable, tparams, tname, bname, e
             raise bad_value(where, values, f"only for generators {', '.join(_BATCH_GENERATORS)} (this one is {gen})")
         if axis == "dp" and v == "auto":
             return
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 1 <= v <= 1 << 20:
+        if not is_int(v) or not 1 <= v <= 1 << 20:
             raise bad_value(where, v, whole + (" or auto (world / (tp x pp))" if axis == "dp" else ""))
     elif axis == "policy":
         if not isinstance(v, str) or v not in POLICIES:

@@ -3,9 +3,7 @@ matplotlib is imported inside the function, like :mod:`hcsim.plot`."""
 
 from __future__ import annotations
 
-import numbers
-
-from .errors import bad_value
+from .errors import bad_value, is_int
 
 KIND_COLORS = {"compute": "#4c72b0", "collective": "#dd8452", "sendrecv": "#c44e52",
                "recordevent": "#2ca02c", "waitevent": "#9467bd"}
@@ -52,7 +50,7 @@ def plot_timeline(result, path=None, ranks=None, title: str | None = None):
         known, picked = set(every), set()
         try:
             for r in ranks:  # the first rank the job lacks stops it (range(10**12) is not built)
-                if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+                if not is_int(r):
                     raise TypeError
                 if int(r) not in known:
                     raise bad_value("ranks", r, f"a rank of the job (0 to {max(every, default=0)} with operations)")

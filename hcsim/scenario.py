@@ -38,12 +38,11 @@ Examples
 from __future__ import annotations
 
 import inspect
-import numbers
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, shown
+from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, is_int, shown
 from .limits import MAX_JOB_WORK, WORK_PER_RANK_OP
 from .topology.io import (
     _bad,
@@ -414,7 +413,7 @@ def _ranks(field_name: str, value, world: int) -> list[int]:
     """``all``, a rank number or a list of distinct rank numbers below ``world``."""
     if value == "all":
         return list(range(world))
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    if is_int(value):
         value = [value]
     if not isinstance(value, list) or not value:
         raise _bad(field_name, value, "'all', a rank number or a non-empty list of rank numbers")

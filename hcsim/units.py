@@ -7,11 +7,10 @@ of 1000. Bandwidths are reported in GB/s with GB = 1e9 bytes, as both tools prin
 
 from __future__ import annotations
 
-import numbers
 import re
 from fractions import Fraction
 
-from .errors import bad_value
+from .errors import bad_value, is_int
 from .limits import MAX_SIZE_BYTES
 
 _BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
@@ -48,7 +47,7 @@ def parse_size(value, field: str = "size") -> int:
                "(K/M/G = 1024^n, kB/MB/GB = 1000^n)")
     if isinstance(value, bool):
         raise bad_value(field, value, allowed)
-    if isinstance(value, numbers.Integral):
+    if is_int(value):
         nbytes = int(value)
     elif isinstance(value, float):
         if not value.is_integer():
@@ -102,7 +101,7 @@ def size_range(min_bytes, max_bytes, factor: int = 2) -> list[int]:
     hi = parse_size(max_bytes, "max size")
     if hi < lo:
         raise bad_value("max size", max_bytes, f"must be >= min size {lo}")
-    if isinstance(factor, bool) or not isinstance(factor, numbers.Integral) or factor < 2:
+    if not is_int(factor) or factor < 2:
         raise bad_value("factor", factor, "an integer >= 2")
     if factor > MAX_SIZE_BYTES:
         raise bad_value("factor", factor, f"an integer from 2 to {MAX_SIZE_BYTES}")

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import pandas as pd
 
 from .api import WorkBudget, check_options, simulate
-from .errors import HcsimError, WorkLimitError, bad_value
+from .errors import HcsimError, WorkLimitError, bad_value, is_int
 from .limits import MAX_WORK, WORK_PER_MEASURED_ROW
 from .topology.io import load_topology
 
@@ -44,7 +42,7 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     from .backends.parsers import check_measured
 
     check_measured(measured, "validate")
-    if isinstance(min_size, bool) or not isinstance(min_size, numbers.Integral) or min_size < 0:
+    if not is_int(min_size) or min_size < 0:
         raise bad_value("min_size", min_size, "a whole number of bytes >= 0")
     check_options(kwargs, ("ranks", "max_work"), "validate_measured")  # each row sets its ranks
     budget = WorkBudget(max_work)

@@ -49,12 +49,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import numbers
 import re
 import sys
 from dataclasses import dataclass
 
-from .errors import ConfigError, HcsimError, TopologyError, WorkLimitError, bad_value
+from .errors import (
+    ConfigError,
+    HcsimError,
+    TopologyError,
+    WorkLimitError,
+    bad_value,
+    is_int,
+    is_real,
+)
 
 BACKGROUND_PREFIX = "whatif.bg"
 """Name prefix of a :class:`BackgroundJob`'s operations (they are not the job's own work)."""
@@ -375,7 +382,7 @@ def _checked(p, field: str):
 
     def number(attr, lo, hi, what):
         v = getattr(p, attr)
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not lo <= v <= hi:
+        if not is_real(v) or not math.isfinite(v) or not lo <= v <= hi:
             raise bad_value(f"{field}.{attr}", v, what)
         fixed[attr] = float(v)
 
@@ -413,10 +420,10 @@ def _checked(p, field: str):
                                                                                                    "sendrecv"):
             raise bad_value(f"{field}.collective", p.collective, "one of " + ", ".join(
                 c for c in COLLECTIVES if c not in ("alltoallv", "sendrecv")))
-        if isinstance(p.size_bytes, bool) or not isinstance(p.size_bytes, numbers.Integral) or \
+        if not is_int(p.size_bytes) or \
                 not 1 <= p.size_bytes < 2**50:
             raise bad_value(f"{field}.size_bytes", p.size_bytes, "bytes from 1 to 2^50")
-        if isinstance(p.repeat, bool) or not isinstance(p.repeat, numbers.Integral) or not 1 <= p.repeat <= 10_000:
+        if not is_int(p.repeat) or not 1 <= p.repeat <= 10_000:
             raise bad_value(f"{field}.repeat", p.repeat, "an integer from 1 to 10,000")
         if not isinstance(p.algorithm, str):
             raise bad_value(f"{field}.algorithm", p.algorithm, "an algorithm name or auto")
@@ -431,7 +438,7 @@ MAX_SEED = 2**32 - 1
 
 
 def _int(field: str, v, hi: int = MAX_INDEX) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v <= hi:
+    if not is_int(v) or not 0 <= v <= hi:
         raise bad_value(field, v, f"an integer from 0 to {hi:,}")
     return int(v)
 
@@ -830,7 +837,7 @@ def whatif_collective(topology, collective: str, size, perturbations, *, algorit
     if not isinstance(members, (list, tuple)) or len(members) < 2:
         raise bad_value("ranks", ranks, "a list of at least 2 global rank numbers")
     for r in members:
-        if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+        if not is_int(r):
             raise bad_value("ranks", ranks, "global rank numbers")
         _rank("ranks", r, world)
     w = Workload(f"{collective}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import is_int
 from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, register
 from .schedule import ChunkSpace, CollectiveArgs, Schedule, block_bytes, make_step, merge_messages
@@ -95,7 +96,7 @@ def local_block_operations(p: int, library: str = "openmpi") -> int:
 
     if library not in BLOCK_PASSES:
         raise bad_value("library", library, "one of " + ", ".join(sorted(BLOCK_PASSES)))
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 2:
+    if not is_int(p) or p < 2:
         raise bad_value("p", p, "a whole number of ranks, at least 2")
     total, d = 0, 1
     while d < p:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, is_int
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "scatter", "gather",
                "alltoall", "alltoallv", "sendrecv")
@@ -331,7 +331,7 @@ def check_barriers(schedule: Schedule) -> None:
     """Barriers must be increasing step indices strictly inside the schedule."""
     b = schedule.barriers
     n = len(schedule.steps)
-    if not isinstance(b, tuple) or any(isinstance(k, bool) or not isinstance(k, (int, np.integer)) for k in b):
+    if not isinstance(b, tuple) or any(not is_int(k) for k in b):
         raise ScheduleError(f"schedule.barriers = {b!r}: a tuple of step indices")
     if any(not 0 < k < n for k in b) or any(x >= y for x, y in zip(b[:-1], b[1:], strict=True)):
         raise ScheduleError(f"schedule.barriers = {b!r}: increasing step indices from 1 to {n - 1}")

@@ -27,7 +27,6 @@ import collections
 import csv
 import itertools
 import math
-import numbers
 import os
 import re
 import warnings
@@ -36,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
-from ..errors import ConfigError, WorkLimitError, bad_value, shown, unknown_name
+from ..errors import ConfigError, WorkLimitError, bad_value, is_real, shown, unknown_name
 from ..hccl.hccl_test import BINARIES
 from ..limits import MAX_CALL_RANKS, MAX_MEASURED_BYTES, MAX_SIZE_BYTES, MAX_SWEEP_SIZES
 
@@ -721,7 +720,7 @@ def check_measured(measured, purpose: str = "validate") -> pd.DataFrame:
                              f"MAX_SWEEP_SIZES, as a sweep): each row is a simulation; pass fewer rows")
 
     def number(value):
-        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+        return is_real(value)
 
     def whole(value, lo, hi):
         return number(value) and lo <= value <= hi and float(value).is_integer()  # NaN fails the range

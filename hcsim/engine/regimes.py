@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import bad_value
+from ..errors import bad_value, is_int
 
 EFFICIENCY_ALLOWED = "a number from 1e-6 to 1e6 (the share of the link rate a message gets)"
 
@@ -158,7 +158,7 @@ class MessageRegimes:
         if self.from_bytes[0] != 0:
             raise bad_value("message_regimes[0].from_bytes", self.from_bytes[0], "0 (the first regime starts at 0)")
         for i, b in enumerate(self.from_bytes):
-            if isinstance(b, bool) or not isinstance(b, (int, np.integer)) or b < 0:
+            if not is_int(b) or b < 0:
                 raise bad_value(f"message_regimes[{i}].from_bytes", b, "an integer number of bytes >= 0")
             if i and b <= self.from_bytes[i - 1]:
                 raise bad_value(f"message_regimes[{i}].from_bytes", b, f"more than the regime before ({self.from_bytes[i - 1]})")

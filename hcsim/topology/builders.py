@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 
-from ..errors import ConfigError, WorkLimitError, bad_value, shown
+from ..errors import ConfigError, WorkLimitError, bad_value, is_int, shown
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
 from .model import Topology
 from .spec import LINK_TIERS, LinkSpec, NpuSpec, choice, flag, integer, rate, real, seconds
@@ -239,7 +238,7 @@ def _dims(value, minimum: int, allowed: str) -> tuple:
         raise bad_value("dims", value, allowed) from None
     if len(dims) not in (2, 3):
         raise bad_value("dims", dims, allowed)
-    if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < minimum for d in dims):
+    if any(not is_int(d) or d < minimum for d in dims):
         raise bad_value("dims", dims, allowed)
     return tuple(int(d) for d in dims)
 

@@ -30,7 +30,6 @@ import difflib
 import gc
 import inspect
 import math
-import numbers
 import os
 import re
 import reprlib
@@ -40,7 +39,7 @@ import yaml
 
 from ..compute import ComputeSpec
 from ..engine.regimes import OVERHEAD_WHEN, START_WHEN, MessageRegimes
-from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value, shown
+from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value, is_int, is_real, shown
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS, MAX_SIZE_BYTES
 from . import ascend, builders
 from .model import EXPANSION_MODES, PRODUCTS, ExecutionDefaults, Topology
@@ -553,7 +552,7 @@ def _number(field: str, value, scale: float, lo: float, hi: float, unit: str, al
     pos = lo > 0
     allowed = (f"a number of {unit} {'> 0' if pos else '>= 0'} (from {lo / scale:g} to {hi / scale:g}"
                + (", or .inf" if allow_inf else "") + ")")
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise _bad(field, value, allowed + _yaml_float_hint(value))
     try:
         v = float(value)
@@ -591,7 +590,7 @@ def _efficiency(field, value):
 
 
 def _integer(field, value, lo, hi) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lo <= value <= hi:
+    if not is_int(value) or not lo <= value <= hi:
         raise _bad(field, value, f"an integer from {lo} to {hi:,}")
     return int(value)
 
@@ -610,7 +609,7 @@ def _one_of(field, value, options) -> str:
 
 def _label(field, value) -> str:
     """A name: a non-empty string (an integer such as ``0`` is read as its digits)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(value) < 10**18:
+    if is_int(value) and abs(value) < 10**18:
         return str(int(value))
     if not isinstance(value, str) or not value:
         raise _bad(field, value, "a non-empty string")

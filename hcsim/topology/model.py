@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from ..engine.regimes import MessageRegimes
-from ..errors import TopologyError, WorkLimitError, bad_value
+from ..errors import TopologyError, WorkLimitError, bad_value, is_int
 from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
 from . import routing
 from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, collector_paused, ecmp_index
@@ -394,7 +394,7 @@ class Topology:
         npus = self.npus
         if ranks is None:
             chosen = npus
-        elif isinstance(ranks, (int, np.integer)) and not isinstance(ranks, bool):
+        elif is_int(ranks):
             if not 2 <= ranks <= len(npus):
                 raise bad_value("ranks", int(ranks), f"an integer from 2 to {len(npus)} (NPUs in {self.name})")
             chosen = npus[: int(ranks)]
@@ -414,7 +414,7 @@ class Topology:
             for item in items:
                 if isinstance(item, str) and item in self.graph and self.graph.nodes[item].get("kind") == "npu":
                     chosen.append(item)
-                elif isinstance(item, (int, np.integer)) and not isinstance(item, bool) and 0 <= item < len(npus):
+                elif is_int(item) and 0 <= item < len(npus):
                     chosen.append(npus[int(item)])
                 else:
                     raise bad_value("ranks", item, f"an NPU name or an index from 0 to {len(npus) - 1} of {self.name}")

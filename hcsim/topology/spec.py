@@ -9,11 +9,10 @@ save to YAML alike whatever made them.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 from ..compute import ComputeSpec
-from ..errors import bad_value
+from ..errors import bad_value, is_int, is_real
 from ..limits import MAX_NODES
 
 NODE_KINDS = ("npu", "switch", "nic", "pcie")
@@ -35,7 +34,7 @@ MAX_TIME_s = 1e20
 def real(field: str, value, allowed: str) -> float:
     """``value`` as a float if it is a real number (int, float, numpy scalar; not a bool),
     else the one-line error ``field = value: allowed``. NaN and inf pass through."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_real(value):
         raise bad_value(field, value, allowed)
     try:
         return float(value)
@@ -47,7 +46,7 @@ def integer(field: str, value, minimum: int = 0, maximum: int | None = None, wha
     """``value`` as an int if it is an integer (int or numpy integer, not a bool) within
     ``[minimum, maximum]``, else a one-line error."""
     allowed = f"{what} >= {minimum}" if maximum is None else f"{what} from {minimum} to {maximum:,}"
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise bad_value(field, value, allowed)
     v = int(value)
     if v < minimum or (maximum is not None and v > maximum):

@@ -42,12 +42,11 @@ import contextlib
 import contextvars
 import csv
 import math
-import numbers
 from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value
+from ..errors import ConfigError, HcsimError, WorkLimitError, bad_value, is_int, is_real
 from ..limits import MAX_JOB_OPS
 from .graph import (
     COMM_STREAM,
@@ -91,13 +90,13 @@ ROUTINGS = ("uniform", "skewed", "file")
 # --- argument checks -----------------------------------------------------------------------------
 
 def _int(gen: str, name: str, value, low: int = 1, high: int = 1 << 40) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+    if not is_int(value) or not low <= value <= high:
         raise bad_value(f"{gen}: {name}", value, f"a whole number from {low} to {high}")
     return int(value)
 
 
 def _real(gen: str, name: str, value, low: float = 0.0, high: float = 1e6) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+    if not is_real(value) or not math.isfinite(value) \
             or not low <= value <= high:
         raise bad_value(f"{gen}: {name}", value, f"a number from {low:g} to {high:g}")
     return float(value)
@@ -188,7 +187,7 @@ class _Timer:
                 out = {"duration_s": None, "flops": float(flops), "bytes_moved": float(nbytes), "dtype": dtype}
             else:
                 t = self.fn(float(flops), float(nbytes), dtype)
-                if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t) \
+                if not is_real(t) or not math.isfinite(t) \
                         or not 0 <= t <= 1e9:
                     raise bad_value(f"{self.gen}: compute_time({flops:g}, {nbytes:g}, {dtype!r})", t,
                                     "seconds from 0 to 1e9")

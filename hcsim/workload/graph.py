@@ -32,7 +32,7 @@ import math
 import numbers
 from dataclasses import dataclass, field
 
-from ..errors import ConfigError, HcsimError, bad_value
+from ..errors import ConfigError, HcsimError, bad_value, is_int, is_real
 
 COMPUTE_STREAM = "compute"
 """Default stream of compute tasks."""
@@ -99,7 +99,7 @@ def _check_algorithm(name: str, collective: str, algorithm) -> None:
 
 
 def _seconds(field_name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or not 0 <= value <= 1e9:
+    if not is_real(value) or not math.isfinite(value) or not 0 <= value <= 1e9:
         raise bad_value(field_name, value, "seconds from 0 to 1e9")
     return float(value)
 
@@ -285,7 +285,7 @@ class Workload:
         ranks = _ranks(f"op {name!r}: ranks", [ranks] if isinstance(ranks, numbers.Integral) else ranks)
         if duration_s is None:
             for field_name, v in (("flops", flops), ("bytes_moved", bytes_moved)):
-                if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or not 0 <= v <= 1e30:
+                if not is_real(v) or not math.isfinite(v) or not 0 <= v <= 1e30:
                     raise bad_value(f"op {name!r}: {field_name}", v, "a number from 0 to 1e30")
             from ..dtypes import parse_dtype
 
@@ -315,7 +315,7 @@ class Workload:
 
             dtype = parse_dtype(dtype, f"op {name!r}: dtype")
         size_bytes = _byte_count(f"op {name!r}: size_bytes", size_bytes)
-        if isinstance(root, bool) or not isinstance(root, numbers.Integral) or not 0 <= root < comm.size:
+        if not is_int(root) or not 0 <= root < comm.size:
             raise bad_value(f"op {name!r}: root", root, f"a rank of communicator {comm.name!r}, 0 to {comm.size - 1}")
         _check_algorithm(name, collective, algorithm)
         matrix = None

@@ -26,12 +26,11 @@ Examples
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import bad_value
+from ..errors import bad_value, is_int
 from .graph import Communicator
 
 DIMENSIONS = ("tp", "pp", "dp")
@@ -39,7 +38,7 @@ DIMENSIONS = ("tp", "pp", "dp")
 
 
 def _degree(field_name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 1 <= value <= 1 << 20:
+    if not is_int(value) or not 1 <= value <= 1 << 20:
         raise bad_value(field_name, value, "a whole number from 1 to 1048576")
     return int(value)
 
@@ -143,13 +142,13 @@ class Layout:
     def rank(self, tp: int = 0, pp: int = 0, dp: int = 0) -> int:
         """The world rank at coordinate ``(tp, pp, dp)``."""
         for d, v in (("tp", tp), ("pp", pp), ("dp", dp)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= v < getattr(self, d):
+            if not is_int(v) or not 0 <= v < getattr(self, d):
                 raise bad_value(f"layout.rank: {d}", v, f"an index from 0 to {getattr(self, d) - 1}")
         return int(self.grid()[tp, pp, dp])
 
     def coords(self, rank: int) -> dict:
         """``{"tp": i, "pp": j, "dp": k}`` of world rank ``rank``."""
-        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or not 0 <= rank < self.world:
+        if not is_int(rank) or not 0 <= rank < self.world:
             raise bad_value("layout.coords: rank", rank, f"a rank from 0 to {self.world - 1}")
         t, p, d = (int(x[0]) for x in np.nonzero(self.grid() == rank))
         return {"tp": t, "pp": p, "dp": d}
@@ -187,7 +186,7 @@ class Layout:
 
     def stage_ranks(self, stage: int) -> tuple:
         """Every rank of pipeline stage ``stage`` (all TP ranks of all replicas), ascending."""
-        if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or not 0 <= stage < self.pp:
+        if not is_int(stage) or not 0 <= stage < self.pp:
             raise bad_value("stage", stage, f"a stage from 0 to {self.pp - 1}")
         return tuple(sorted(int(x) for x in self.grid()[:, stage, :].ravel()))
 

@@ -29,12 +29,11 @@ Examples
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import pandas as pd
 
-from ..errors import bad_value
+from ..errors import bad_value, is_real
 
 COMPUTE_KINDS = ("compute",)
 """Operation kinds counted as computation."""
@@ -100,7 +99,7 @@ def summarize(ops: pd.DataFrame, step_time_s, ranks=None) -> pd.DataFrame:
     DataFrame
         Indexed by ``rank``, columns :data:`COLUMNS`.
     """
-    if isinstance(step_time_s, bool) or not isinstance(step_time_s, numbers.Real) \
+    if not is_real(step_time_s) \
             or not math.isfinite(step_time_s) or step_time_s < 0:
         raise bad_value("step_time_s", step_time_s, "a finite number of seconds >= 0")
     for col in ("kind", "rank", "start_s", "end_s"):

@@ -37,11 +37,10 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
-import numbers
 from dataclasses import dataclass
 
 from ..dtypes import element_size, parse_dtype
-from ..errors import ConfigError, bad_value, unknown_name
+from ..errors import ConfigError, bad_value, is_int, is_real, unknown_name
 
 FLOAT_DTYPES = ("fp32", "fp16", "bf16")
 """Data types a model's weights, activations and gradients may have."""
@@ -60,13 +59,13 @@ def dtype_bytes(dtype: str, field_name: str = "dtype") -> int:
 
 
 def _count(field_name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low or value > 10**12:
+    if not is_int(value) or value < low or value > 10**12:
         raise bad_value(field_name, value, f"a whole number from {low} to 10**12")
     return int(value)
 
 
 def _amount(field_name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+    if not is_real(value) or not math.isfinite(value) \
             or not 0 <= value <= 1e30:
         raise bad_value(field_name, value, "a number from 0 to 1e30")
     return float(value)
