@@ -101,15 +101,7 @@ def test_the_slow_rank_delays_only_the_ranks_it_sends_to():
     to rank 0. Under the rendezvous rule rank 2's message waits for rank 0 to finish its slow
     step, and so does rank 2; under the eager rule it goes at once and waits in rank 0's queue,
     and rank 2 is done when its bytes have left."""
-    t = Topology("three")
-    for i in range(3):
-        t.add_npu(f"n{i}", NpuSpec(local_index=i))
-    t.add_link("n0", "n1", LinkSpec(1e9, 50e-6))
-    t.add_link("n1", "n2", LinkSpec(1e9))
-    t.add_link("n2", "n0", LinkSpec(1e9))
-    steps = [make_step(np.array([0, 1]), np.array([1, 0]), 1000, False, 0, 1),
-             make_step(np.array([2]), np.array([0]), 1000, False, 0, 1)]
-    sched = Schedule(CollectiveArgs("sendrecv", 3, 1), 1, steps, np.ones(1, dtype=np.int64), "probe")
+    t, sched = _late_receiver(reduce=False)
     # step 0: 0 <-> 1, 1 us of bytes + 50 us latency: rank 0 done at 51 us either way.
     # step 1: rank 2 (idle in step 0) sends 1000 B to rank 0 over a latency-free link:
     #   rendezvous: ready when rank 0 has entered (51 us), done at 52 us;
@@ -121,19 +113,26 @@ def test_the_slow_rank_delays_only_the_ranks_it_sends_to():
         assert sim.finish_s[2] * 1e6 == pytest.approx(rank2, rel=1e-12)
 
 
-def test_an_early_message_is_reduced_only_once_its_receiver_is_there():
-    """Same two steps, the step-1 message reducing at rank 0 (1 GB/s reduction unit: 1 us).
-    Eager: it reaches rank 0 at 1 us but is reduced from 51 us (when rank 0 enters step 1):
-    rank 0 finishes at 52 us; its sender is done when its bytes left (1 us)."""
+def _late_receiver(reduce: bool):
+    """Three NPUs: step 0, ranks 0 and 1 exchange 1,000 B over a link of 50 us latency; step 1,
+    rank 2 (idle in step 0) sends 1,000 B to rank 0 over a latency-free link (reduced there with
+    ``reduce``, by a 1 GB/s reduction unit)."""
     t = Topology("three")
     for i in range(3):
-        t.add_npu(f"n{i}", NpuSpec(local_index=i, reduce_Bps=1e9))
+        t.add_npu(f"n{i}", NpuSpec(local_index=i, **({"reduce_Bps": 1e9} if reduce else {})))
     t.add_link("n0", "n1", LinkSpec(1e9, 50e-6))
     t.add_link("n1", "n2", LinkSpec(1e9))
     t.add_link("n2", "n0", LinkSpec(1e9))
     steps = [make_step(np.array([0, 1]), np.array([1, 0]), 1000, False, 0, 1),
-             make_step(np.array([2]), np.array([0]), 1000, True, 0, 1)]
-    sched = Schedule(CollectiveArgs("sendrecv", 3, 1), 1, steps, np.ones(1, dtype=np.int64), "probe")
+             make_step(np.array([2]), np.array([0]), 1000, reduce, 0, 1)]
+    return t, Schedule(CollectiveArgs("sendrecv", 3, 1), 1, steps, np.ones(1, dtype=np.int64), "probe")
+
+
+def test_an_early_message_is_reduced_only_once_its_receiver_is_there():
+    """Same two steps, the step-1 message reducing at rank 0 (1 GB/s reduction unit: 1 us).
+    Eager: it reaches rank 0 at 1 us but is reduced from 51 us (when rank 0 enters step 1):
+    rank 0 finishes at 52 us; its sender is done when its bytes left (1 us)."""
+    t, sched = _late_receiver(reduce=True)
     for regimes, want, rank2 in ((RENDEZVOUS, 53.0, 53.0), (EAGER, 52.0, 1.0)):
         t_run, t_slow, t_free, sim = times(t, sched, regimes)
         assert [t_run * 1e6, t_slow * 1e6, t_free * 1e6] == pytest.approx([want] * 3, rel=1e-12)
