@@ -423,10 +423,6 @@ def _reduces_inline(collective, product, dtype, reduce_op) -> bool:
     return inline_reduce_supported(product, dtype, reduce_op)
 
 
-def _is_int(x) -> bool:
-    return is_int(x)
-
-
 @functools.lru_cache(maxsize=64)
 def _simulate_options(exclude: tuple) -> list:
     """:func:`simulate`'s keyword-only parameters but ``exclude`` (read once per exclusion)."""
@@ -457,13 +453,13 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
         raise bad_value("algorithm", algorithm, "a name (hcsim algos), 'auto', 'best', or build(args) -> Schedule")
     if isinstance(algorithm, str) and not algorithm.strip():
         raise bad_value("algorithm", algorithm, "a name (hcsim algos), 'auto' or 'best'")
-    if not _is_int(root):
+    if not is_int(root):
         raise bad_value("root", root, "a rank number (an integer)")
     if not isinstance(mode, str) or mode not in MODES:
         raise bad_value("mode", mode, "one of " + ", ".join(MODES))
     if not isinstance(routing, str) or routing not in ROUTING_POLICIES:
         raise bad_value("routing", routing, "one of " + ", ".join(ROUTING_POLICIES))
-    if not _is_int(ecmp_seed) or not 0 <= ecmp_seed < 2**32:
+    if not is_int(ecmp_seed) or not 0 <= ecmp_seed < 2**32:
         raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
     for name, v in (("step_overhead_s", step_overhead_s), ("launch_overhead_s", launch_overhead_s)):
         if v is not None and (not is_real(v) or not 0 <= v <= 1e20):
@@ -473,12 +469,12 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
             raise bad_value(name, v, "'auto', True or False")
     if hccl is not None and not isinstance(hccl, HcclConfig):
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
-    if qps is not None and (not _is_int(qps) or not 1 <= qps <= 8):
+    if qps is not None and (not is_int(qps) or not 1 <= qps <= 8):
         raise bad_value("qps", qps, "queue pairs per connection, 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
     for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates)):
-        if not _is_int(v) or v < 1:
+        if not is_int(v) or v < 1:
             raise bad_value(name, v, "a positive integer")
-    if max_work is not None and (not _is_int(max_work) or max_work < 1):
+    if max_work is not None and (not is_int(max_work) or max_work < 1):
         raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
 
 
@@ -505,7 +501,7 @@ class WorkBudget:
     """
 
     def __init__(self, max_work: int | None, per_point: bool = False, reserved: int = 0):
-        if max_work is not None and (not _is_int(max_work) or max_work < 1):
+        if max_work is not None and (not is_int(max_work) or max_work < 1):
             raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
         self.max_work, self.per_point = max_work, per_point
         self.reserved = reserved if max_work is not None else 0
@@ -576,8 +572,8 @@ def _send_matrix(send_matrix, p: int):
     if len(rows) != p or any(len(row) != p for row in rows):
         raise bad_value("send_matrix", f"{len(rows)} rows of lengths {sorted({len(r) for r in rows})}", allowed)
     cells = [x for row in rows for x in row]
-    if not all(_is_int(x) or (isinstance(x, float) and x.is_integer()) for x in cells):
-        raise bad_value("send_matrix", next(x for x in cells if not _is_int(x)), allowed)
+    if not all(is_int(x) or (isinstance(x, float) and x.is_integer()) for x in cells):
+        raise bad_value("send_matrix", next(x for x in cells if not is_int(x)), allowed)
     if any(not 0 <= x <= MAX_SIZE_BYTES for x in cells):
         raise bad_value("send_matrix", next(x for x in cells if not 0 <= x <= MAX_SIZE_BYTES), allowed)
     return np.array([[int(x) for x in row] for row in rows], dtype=np.int64)
@@ -970,7 +966,7 @@ class _Context:
             raise _Delegate
         rank_nodes, servers, pods = layout
         root, p = o["root"], len(rank_nodes)
-        if not _is_int(root) or not 0 <= root < p:
+        if not is_int(root) or not 0 <= root < p:
             raise _Delegate
         reduce_op, dtype = parse_reduce_op(o["reduce_op"]), o["dtype"]
         if dtype is not None:
@@ -1062,7 +1058,7 @@ class _SpecPlan:
         coll, p, o = ctx.collective, ctx.p, ctx.o
         out = [None] * len(sizes)
         smallest = min_size(coll, p)
-        todo = [(i, n) for i, n in enumerate(sizes) if _is_int(n) and n >= smallest]
+        todo = [(i, n) for i, n in enumerate(sizes) if is_int(n) and n >= smallest]
         if ctx.dtype is not None:
             def whole(n):
                 try:

@@ -21,7 +21,6 @@ from ..algorithms.registry import get_algorithm, make_args, run_builder
 from ..algorithms.schedule import CollectiveArgs, Schedule, check_structure, make_step, min_size
 from ..api import (
     DEFAULT_ALGORITHM,
-    _is_int,
     _reduces_inline,
     _send_matrix,
     check_work,
@@ -118,7 +117,7 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
                     ("max_ops", max_ops)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise bad_value(name, v, "a positive integer")
-    if max_work is not None and (not _is_int(max_work) or max_work < 1):  # as simulate's (a numpy integer too)
+    if max_work is not None and (not is_int(max_work) or max_work < 1):  # as simulate's (a numpy integer too)
         raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
     max_work = None if max_work is None else int(max_work)
     topo = load_topology(topology)
