@@ -126,6 +126,10 @@ class Scenario:
     whatif : tuple
         The file's ``whatif:`` perturbations as written (their form checked on loading, their
         node names and ranks by :func:`hcsim.whatif.perturb` when applied); empty when absent.
+    topology_built : bool
+        True when loading built the topology (from a name, a file or a mapping), False when it
+        was given as a Topology object: :func:`run_scenario` charges its building to the run's
+        work bound (:func:`hcsim.limits.topology_work`).
     """
 
     name: str
@@ -141,6 +145,7 @@ class Scenario:
     report: tuple = ("summary", "ops")
     plan: dict = field(default_factory=dict)
     whatif: tuple = ()
+    topology_built: bool = False
 
 
 def load_scenario(source, *, servers: int | None = None, overrides: dict | None = None) -> Scenario:
@@ -207,10 +212,42 @@ def run_scenario(scenario, **kwargs):
     >>> round(r.step_time_s * 1e3, 6)
     1.0
     """
+    progress = kwargs.pop("progress", None)
+    return run_loaded(load_scenario(scenario, **kwargs), progress)
+
+
+def run_loaded(s: Scenario, progress=None):
+    """Run a loaded scenario's job within its one work bound (``options["max_work"]``, else
+    :data:`~hcsim.limits.MAX_JOB_WORK`), which building its topology is charged to first
+    (:func:`hcsim.limits.topology_work`: building and compiling a 4,096-server A2 pod, 368,640
+    links, takes about 3 s of CPU, as much as 3.3M units of a job's work).
+
+    Examples
+    --------
+    >>> s = load_scenario({"topology": "atlas800t-a2", "workload": {"ops": [
+    ...     {"kind": "compute", "name": "fwd", "ranks": [0, 1], "duration_us": 1000}]}})
+    >>> round(run_loaded(s).step_time_s * 1e3, 6)
+    1.0
+    """
+    from .limits import topology_work
     from .workload import run
 
-    s = load_scenario(scenario, **kwargs)
-    return run(s.topology, s.workload, **s.options)
+    max_work = s.options.get("max_work", MAX_JOB_WORK)
+    spent = topology_work(s.topology, built=s.topology_built)
+    if max_work is not None and spent >= max_work:
+        raise WorkLimitError(f"max_work = {max_work}: building and compiling the topology {s.topology.name!r} "
+                             f"({s.topology.graph.number_of_edges():,} directed links) alone costs {spent:,} units "
+                             "of work; use fewer servers, or raise options.max_work (--set options.max_work=N; 0: "
+                             "no bound)")
+    left = None if max_work is None else max_work - spent
+    try:
+        return run(s.topology, s.workload, **{**s.options, "max_work": left}, progress=progress)
+    except WorkLimitError as exc:
+        prefix = f"max_work = {left}:"
+        if left is not None and str(exc).startswith(prefix):
+            exc.args = (f"max_work = {max_work} ({spent:,} units of it for the topology's "
+                        f"{s.topology.graph.number_of_edges():,} links):" + str(exc)[len(prefix):],)
+        raise
 
 
 # ---- the document ------------------------------------------------------------------------------
@@ -289,7 +326,7 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
         for i, item in enumerate(whatif):  # the form now; names against the topology when applied
             parse_perturbation(item, f"whatif[{i}]")
     return Scenario(name, description, where, topo, workload, layout, model, gen, params, options, report, plan,
-                    whatif)
+                    whatif, not isinstance(doc["topology"], Topology))
 
 
 def _topology(value, base: Path, servers):

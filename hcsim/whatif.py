@@ -866,8 +866,9 @@ def _compare(cases, make, keep: bool, progress):
                 if budget is None:  # the cases share the baseline's work bound (hcsim.api.WorkBudget)
                     budget = WorkBudget(s.options["max_work"] if "max_work" in s.options else MAX_JOB_WORK)
                     base_topo = s.topology
-                # a case pays for its topology first: its run's tables, and a perturbed copy's building
-                budget.spend(topology_work(s.topology, built=s.topology is not base_topo))
+                # a case pays for its topology first: its run's tables, and its building when the
+                # scenario built it (a file's or a mapping's baseline) or it is a perturbed copy
+                budget.spend(topology_work(s.topology, built=s.topology is not base_topo or s.topology_built))
                 r = run(s.topology, s.workload, **{**s.options, "max_work": budget.left()}, progress=False)
                 budget.spend(r.config["work"])
             except HcsimError as exc:

@@ -614,8 +614,7 @@ def _cmd_algos(a) -> int:
 
 
 def _cmd_run(a) -> int:
-    from ..scenario import load_scenario
-    from ..workload import run
+    from ..scenario import load_scenario, run_loaded
     from ..workload.trace import GROUPS
 
     _writable(a.trace, "--trace")
@@ -626,7 +625,7 @@ def _cmd_run(a) -> int:
     if a.max_rows < 0:
         raise HcsimError(f"--max-rows = {a.max_rows}: a count >= 0")
     sc = load_scenario(a.scenario, servers=a.servers, overrides=_settings(a.set))
-    result = run(sc.topology, sc.workload, **sc.options, progress=a.progress)
+    result = run_loaded(sc, a.progress)
     print(_format_job(sc, result, a.max_rows), end="")
     _write_csv(result.ops, a.csv)
     if a.trace:
