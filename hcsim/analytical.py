@@ -44,7 +44,7 @@ from .algorithms.schedule import Schedule
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
-from .limits import WORK_PER_INSTANT, hop_work, search_work, walk_work
+from .limits import WORK_PER_INSTANT, grow_work, hop_work, search_work, walk_work
 
 
 def contention_free_time(topo, rank_nodes, schedule: Schedule, config: EngineConfig | None = None) -> float:
@@ -112,9 +112,11 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
 
     def priced(k, ids):
         # a long path's search costs more than an instant (hcsim.limits.FREE_HOPS), and so does one
-        # that finds many long equal-cost paths (a torus: hcsim.limits.walk_work)
+        # that finds many long equal-cost paths (a torus: hcsim.limits.walk_work) or, without the
+        # compiled search, grows far (hcsim.limits.grow_work)
         nonlocal extra
-        more = hop_work(longest(ids)) + walk_work(walked(a_nodes[k], b_nodes[k]))
+        more = (hop_work(longest(ids)) + walk_work(walked(a_nodes[k], b_nodes[k]))
+                + grow_work(net.grown(a_nodes[k], b_nodes[k])))
         if more:
             extra += more
             if max_work is not None and len(pairs) * WORK_PER_INSTANT + extra > max_work:

@@ -49,6 +49,7 @@ from .hccl.algo_env import parse_hccl_algo
 from .hccl.buffer import piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
+    BYTES_PER_UNIT_BUILT,
     MAX_CALL_RANKS,
     MAX_DES_TRANSFERS,
     MAX_FLOW_UPDATES,
@@ -331,7 +332,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
     t = cfg.launch_overhead_s
     tables = None
-    instants = recomputes = updates = lone = work = entries = 0
+    instants = recomputes = updates = lone = entries = 0
+    work = build_work(spec, args, buffer_bytes)  # its schedules' building, charged first (0 on few ranks)
     total = sum(len(s.steps) for s, _ in schedules) if progress is not False else 0
     with progress_bar(total, f"{collective} {spec.name}", progress) as steps_bar:
         for i, (schedule, count) in enumerate(schedules):
@@ -463,7 +465,7 @@ def _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_over
         raise bad_value("ecmp_seed", ecmp_seed, "an integer from 0 to 2^32 - 1")
     for name, v in (("step_overhead_s", step_overhead_s), ("launch_overhead_s", launch_overhead_s)):
         if v is not None and (not is_real(v) or not 0 <= v <= 1e20):
-            raise bad_value(name, v, "seconds from 0 to 1e20 (or None: the topology's default)")
+            raise bad_value(name, v, "a number (int or float) of seconds from 0 to 1e20 (or None: the topology's default)")
     for name, v in (("record", record), ("verify", verify)):  # identity and str first: an array has no truth value
         if not (v is True or v is False or (isinstance(v, str) and v == "auto")):
             raise bad_value(name, v, "'auto', True or False")
@@ -618,6 +620,15 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS,
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
         if not exact:
             return int(estimate)
+        building = build_work(spec, args, buffer_bytes, every_loop)
+        if max_work is not None and building > max_work:
+            exc = WorkLimitError(f"max_work = {max_work}: building {spec.name} {args.collective}'s schedule"
+                                 f"{'s' if len(pieces) > 1 else ''} on {args.p} ranks ({len(pieces)} CCL-buffer piece"
+                                 f"{'s' if len(pieces) > 1 else ''}) costs about {building:,} units "
+                                 f"({BYTES_PER_UNIT_BUILT} bytes held each, extrapolated); use fewer ranks, a smaller "
+                                 "size or another algorithm, or raise max_work (--max-work)")
+            exc.work = 0  # refused before any work (see simulate's step refusal)
+            raise exc
     count = 0
     for piece in pieces:
         schedule = run_builder(spec, piece)
@@ -634,6 +645,33 @@ PROBE_RANKS = 1024
 """Above this many ranks :func:`check_work` extrapolates before it builds."""
 
 
+def build_work(spec, args, buffer_bytes, every_loop: bool = False) -> int:
+    """Work units building a call's schedules costs: one per
+    :data:`~hcsim.limits.BYTES_PER_UNIT_BUILT` bytes each distinct CCL-buffer piece holds
+    (each loop's, ``every_loop``), extrapolated as :func:`check_work` does, to three significant
+    figures (the probes' memory, read by tracemalloc, varies a little between processes); 0 on at most
+    :data:`PROBE_RANKS` ranks (not probed: their schedules are small next to the engine's work on
+    them) and for a send matrix other than an alltoallv's."""
+    if args.p <= PROBE_RANKS or not (args.send_matrix is None or args.collective == "alltoallv"):
+        return 0
+    loops = loop_pieces(args, buffer_bytes)
+    total = 0.0
+    for n, count in loops.items():
+        piece = dataclasses.replace(args, nbytes=n)
+        _extrapolated_transfers(spec, piece)  # probed once per call shape
+        held = _PROBES[_probe_key(spec, piece)][1]
+        total += held * (count if every_loop else 1)
+    units = int(total // BYTES_PER_UNIT_BUILT)
+    # three significant figures: the bytes a probe holds (tracemalloc) vary by a few hundred from one
+    # process to another, which would otherwise show in a call's work count
+    digits = max(0, len(str(units)) - 3)
+    return units // 10**digits * 10**digits
+
+
+def _probe_key(spec, args) -> tuple:
+    return (spec, args.collective, args.p, args.server_sizes, args.pods, args.root)
+
+
 def _extrapolated_transfers(spec, args, max_work: int | None = None, copies: int = 1) -> float:
     """Transfers of ``spec`` on ``args``, from the same call on two truncated layouts of about
     ``PROBE_RANKS / 2`` and ``PROBE_RANKS`` ranks (quick to build whatever the call's size).
@@ -644,7 +682,7 @@ def _extrapolated_transfers(spec, args, max_work: int | None = None, copies: int
     transfer, where a ring keeps under 100), before anything that size is built; and when
     routing its distinct rank pairs, extrapolated the same way, would alone pass ``max_work``.
     Both are kept per call shape (they do not depend on the size), so a sweep probes once."""
-    key = (spec, args.collective, args.p, args.server_sizes, args.pods, args.root)
+    key = _probe_key(spec, args)
     hit = _PROBES.get(key)
     if hit is None:
         hit = _PROBES[key] = _probe(spec, args)

@@ -118,7 +118,7 @@ class ComputeSpec:
                 raise bad_value("compute.peak_flops_by_dtype", name, f"{key} given twice")
             peaks[key] = v
         object.__setattr__(self, "peak_flops_by_dtype", MappingProxyType(dict(sorted(peaks.items()))))
-        allowed = "a number of B/s from 1e-20 to 1e30, or inf (no HBM limit)"
+        allowed = "a number (int or float) of B/s from 1e-20 to 1e30, or inf (no HBM limit)"
         hbm = real("compute.hbm_bandwidth", self.hbm_Bps, allowed)
         if not (1e-20 <= hbm <= 1e30 or hbm == math.inf):
             raise bad_value("compute.hbm_bandwidth", self.hbm_Bps, allowed)

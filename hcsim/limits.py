@@ -42,6 +42,13 @@ MAX_SCHEDULE_BYTES = 2 << 30
 more than :data:`hcsim.api.PROBE_RANKS` ranks (:func:`hcsim.api.check_work`): a staged alltoall
 on 4,096 ranks would hold 2.1M transfers in about 2.5 GiB, on 16,384 ranks 35M in 40 GiB."""
 
+BYTES_PER_UNIT_BUILT = 256
+"""A schedule built for a call of more than :data:`hcsim.api.PROBE_RANKS` ranks counts one work unit
+per this many bytes it holds (extrapolated before it is built, :func:`hcsim.api.build_work`), charged
+to the call's bound before its engine runs: building costs 2.5-2.75 ns a byte held (a Bruck
+alltoall on 2,048 ranks holds about 0.9 GiB and takes 2.7 s to build, docs/robustness.md), so a
+sweep point building two such CCL-buffer pieces took 8-9 s of CPU before its engine's bound acted."""
+
 MAX_ALLTOALLV_RANKS = 2048
 """Most ranks of one alltoallv: its send matrix holds p x p byte counts (4.2M at 2,048 ranks; a
 uniform one on 8,192 ranks took 2 s and gigabytes just to build), and its schedule's blocks as
@@ -128,6 +135,20 @@ def walk_work(links: int) -> int:
     """Work units a route search counts for shortest paths of ``links`` links in all
     (:data:`FREE_WALK`, :data:`WALK_PER_UNIT`)."""
     return max(0, links - FREE_WALK) // WALK_PER_UNIT
+
+
+FREE_GROWN = 256
+"""A route search by the Python breadth-first search (no compiled search: ``hcsim[fast]`` not
+installed, or ``HCSIM_NO_NUMBA=1``) counts one more unit for each node its layers grow beyond this
+many (:data:`hcsim.topology.routing.GROWN`; about 0.6-0.8 us a node): a 32 x 32 x 16 torus's NB
+scatter grew 14.4M nodes in 11.6 s of CPU, its 1.4M units unaware of them. A pod's, a
+leaf-spine's or a small torus's searches grow a few nodes each (their layers are kept between
+searches), inside it."""
+
+
+def grow_work(nodes: int) -> int:
+    """Work units of a Python route search that grew ``nodes`` nodes (:data:`FREE_GROWN`)."""
+    return max(0, nodes - FREE_GROWN)
 
 
 def search_work(hops, walked) -> int:

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import StuckScheduleError, WorkLimitError, bad_value
+from ..errors import StuckScheduleError, WorkLimitError, bad_value, is_real
 from ..limits import (
     FLOWS_PER_UNIT,
     LONE_TRANSFERS_PER_UNIT,
@@ -66,6 +66,7 @@ from ..limits import (
     WORK_PER_INSTANT,
     WORK_PER_ROUTED_STEP,
     WORK_UNITS,
+    grow_work,
     hop_work,
     search_work,
     walk_work,
@@ -134,8 +135,9 @@ class EngineConfig:
     def __post_init__(self):
         for name in ("step_overhead_s", "launch_overhead_s"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise bad_value(name, v, "seconds >= 0")
+            if not is_real(v) or not math.isfinite(v) or v < 0:
+                raise bad_value(name, v, "a finite number (int or float) of seconds >= 0")
+            object.__setattr__(self, name, float(v))  # a numpy float32 too, as a Python float
         if self.routing not in ROUTING_POLICIES:
             raise bad_value("routing", self.routing, "one of " + ", ".join(ROUTING_POLICIES))
         if isinstance(self.qps, bool) or not isinstance(self.qps, int) or not 1 <= self.qps <= 8:
@@ -898,8 +900,8 @@ def _search_work(net, groups: list, is_new: list, srcs: list, dsts: list) -> int
     """The work the per-pair hook of ``FlowSimulator._route_pairs`` counts for pairs
     ``groups[k]`` (path ids) routed from ``srcs[k]`` to ``dsts[k]``, summed over the new pairs
     (``is_new[k]``) at once: :func:`~hcsim.limits.hop_work` of the pair's path (its longest one if
-    it has several) plus :func:`~hcsim.limits.walk_work` of what its search walked. The same
-    integers, so the same total."""
+    it has several) plus :func:`~hcsim.limits.walk_work` of what its search walked and
+    :func:`~hcsim.limits.grow_work` of what a Python search grew. The same integers, so the same total."""
     n = len(groups)
     new = np.flatnonzero(np.array(is_new[:n], dtype=bool))
     if not new.size:
@@ -914,7 +916,7 @@ def _search_work(net, groups: list, is_new: list, srcs: list, dsts: list) -> int
     some = sizes > 0
     hops[some] = np.maximum.reduceat(length, starts[some])
     walked = np.fromiter((net.walked(srcs[k], dsts[k]) for k in new.tolist()), dtype=np.int64, count=new.size)
-    return search_work(hops, walked)
+    return search_work(hops, walked) + sum(grow_work(net.grown(srcs[k], dsts[k])) for k in new.tolist())
 
 
 def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:
@@ -1467,7 +1469,8 @@ class FlowSimulator:
                 # its equal-cost paths (a torus): counted as it is routed
                 if is_new[k]:
                     hops = ptr[g[0] + 1] - ptr[g[0]] if len(g) == 1 else net.paths.longest(g)
-                    extra = hop_work(hops) + walk_work(net.walked(srcs[k], dsts[k]))
+                    extra = (hop_work(hops) + walk_work(net.walked(srcs[k], dsts[k]))
+                             + grow_work(net.grown(srcs[k], dsts[k])))
                     if extra:
                         fabric.route_work += extra
                         if fabric.max_work is not None:

@@ -164,7 +164,7 @@ class MessageRegimes:
                 raise bad_value(f"message_regimes[{i}].from_bytes", b, f"more than the regime before ({self.from_bytes[i - 1]})")
         for i, v in enumerate(self.overhead_s):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1e20:
-                raise bad_value(f"message_regimes[{i}].overhead_s", v, "seconds from 0 to 1e20")
+                raise bad_value(f"message_regimes[{i}].overhead_s", v, "a number (int or float) of seconds from 0 to 1e20")
         for i, v in enumerate(self.efficiency):
             if not _efficiency(v):
                 raise bad_value(f"message_regimes[{i}].efficiency", v, EFFICIENCY_ALLOWED)

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..engine.regimes import MessageRegimes
 from ..errors import TopologyError, WorkLimitError, bad_value, is_int
-from ..limits import MAX_LINKS, MAX_NODES, MAX_NPUS
+from ..limits import FREE_GROWN, MAX_LINKS, MAX_NODES, MAX_NPUS
 from . import routing
 from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, collector_paused, ecmp_index
 from .spec import NODE_KINDS, LinkSpec, NpuSpec, choice, flag, seconds
@@ -903,6 +903,7 @@ class _Compiled:
         self._search_cache = None  # the Python search's per-node layers (SearchCache), made on first use
         self._routes: dict[tuple[int, int, str, int], tuple[int, ...]] = {}
         self._walked: dict[tuple[int, int], int] = {}  # node pair -> links over its shortest paths
+        self._grown: dict[tuple[int, int], int] = {}  # node pair -> nodes its Python search grew (> FREE_GROWN)
         self._io_cap = None  # route_many's per-node end capacities, made on first use
         self._csr = None  # the adjacency as CSR arrays (out, then in), for the compiled search
         self._io_arrays = None  # _route_found's per-node NIC resources and per-link figures, as arrays
@@ -942,8 +943,10 @@ class _Compiled:
             return hit
         if policy not in ROUTING_POLICIES:
             raise bad_value("routing", policy, "one of " + ", ".join(ROUTING_POLICIES))
+        before = routing.GROWN
         link_paths = self._search.all_shortest_paths(src, dst, MAX_PATHS)
         self._walked[(src, dst)] = sum(map(len, link_paths))
+        self._note_grown(src, dst, routing.GROWN - before)
         lat_of = self._link_lat.__getitem__
         if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
             lats = [sum(map(lat_of, lp)) for lp in link_paths]
@@ -980,6 +983,19 @@ class _Compiled:
         to node ``dst``, what finding them walked; 0 for a pair not routed yet. A property of
         the pair, not of what was searched before: the work bound prices a search by it."""
         return self._walked.get((src, dst), 0)
+
+    def _note_grown(self, src: int, dst: int, nodes: int) -> None:
+        if nodes > FREE_GROWN:
+            self._grown[(src, dst)] = nodes
+        elif self._grown:
+            self._grown.pop((src, dst), None)
+
+    def grown(self, src: int, dst: int) -> int:
+        """Nodes the Python search's breadth-first layers grew to route ``src`` -> ``dst`` when
+        that was more than :data:`~hcsim.limits.FREE_GROWN` (the compiled search grows none it
+        counts), else 0: the work bound prices it (:func:`~hcsim.limits.grow_work`). Unlike
+        :meth:`walked` it depends on the searches before (their layers are kept)."""
+        return self._grown.get((src, dst), 0)
 
     def route_many(self, srcs, dsts, pairs, policy: str = "ecmp", seed: int = 0, qps: int = 1,
                    out: list | None = None, after=None, ahead=None) -> list:
@@ -1093,8 +1109,11 @@ class _Compiled:
                 if after is not None:
                     after(len(out) - 1 - first, hit)
                 continue
+            before = routing.GROWN
             link_paths = search(src, dst, MAX_PATHS)
             walked[(src, dst)] = sum(map(len, link_paths))
+            if routing.GROWN != before:
+                self._note_grown(src, dst, routing.GROWN - before)
             lats = None
             if len(link_paths) > 1:
                 lats = [sum(map(lat_of, lp)) for lp in link_paths]

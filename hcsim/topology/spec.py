@@ -59,7 +59,7 @@ def rate(field: str, value, allow_none: bool = False, allow_inf: bool = False) -
     (``inf`` too if ``allow_inf``; None if ``allow_none``)."""
     if value is None and allow_none:
         return None
-    allowed = (f"a number of B/s from {MIN_BANDWIDTH_Bps:g} to {MAX_BANDWIDTH_Bps:g}"
+    allowed = (f"a number (int or float) of B/s from {MIN_BANDWIDTH_Bps:g} to {MAX_BANDWIDTH_Bps:g}"
                + (", or inf (no limit)" if allow_inf else "") + (", or None (no limit)" if allow_none else ""))
     v = real(field, value, allowed)
     if v == math.inf and allow_inf:
@@ -71,7 +71,7 @@ def rate(field: str, value, allow_none: bool = False, allow_inf: bool = False) -
 
 def seconds(field: str, value) -> float:
     """A latency or overhead: a real number of seconds from 0 to MAX_TIME_s."""
-    allowed = f"a number of seconds from 0 to {MAX_TIME_s:g}"
+    allowed = f"a number (int or float) of seconds from 0 to {MAX_TIME_s:g}"
     v = real(field, value, allowed)
     if not 0 <= v <= MAX_TIME_s:
         raise bad_value(field, value, allowed)

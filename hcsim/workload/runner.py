@@ -23,6 +23,7 @@ from ..api import (
     DEFAULT_ALGORITHM,
     _reduces_inline,
     _send_matrix,
+    build_work,
     check_work,
     loop_pieces,
     rank_layout,
@@ -520,6 +521,12 @@ class _Job:
         if schedule is None:
             # a job runs every CCL-buffer loop (looped): count what they hold, and refuse, before
             # building them (one piece of each size is built and counted, bounded, first)
+            building = build_work(spec, args, buffer, every_loop=True)  # charged before anything is built
+            if building:
+                self.fabric.job_work += building
+                if self.fabric.max_work is not None:
+                    self.fabric.check_work(None, f"before building op {op.name!r}'s schedules ({spec.name} "
+                                                 f"{op.collective} on {p} ranks: about {building:,} units)")
             built: dict = {}
             check_work(spec, args, buffer, self.max_transfers, built=built, every_loop=True)
             pieces = loop_pieces(args, buffer)
