@@ -50,6 +50,7 @@ from .hccl.buffer import piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
     BYTES_PER_UNIT_BUILT,
+    MAX_ALLTOALLV_RANKS,
     MAX_CALL_RANKS,
     MAX_DES_TRANSFERS,
     MAX_FLOW_UPDATES,
@@ -564,7 +565,19 @@ def _whole_call(exc: WorkLimitError, max_work, before: int) -> WorkLimitError:
 
 def _send_matrix(send_matrix, p: int):
     """``send_matrix`` as a p x p integer array, or a one-line error."""
+    if p > MAX_ALLTOALLV_RANKS:  # refused before its p x p cells are read (8,192 ranks: 67M of them)
+        raise bad_value("ranks", p, f"at most {MAX_ALLTOALLV_RANKS} ranks for alltoallv (its send matrix holds "
+                        "p x p byte counts: hcsim.limits.MAX_ALLTOALLV_RANKS)")
     allowed = f"a {p} x {p} matrix of whole byte counts >= 0 (row i: what rank i sends to each rank)"
+    if isinstance(send_matrix, np.ndarray) and send_matrix.dtype.kind in "iu" and send_matrix.shape == (p, p):
+        out = send_matrix.astype(np.int64)  # an integer array: checked at once, not cell by cell
+        bad = (out < 0) | (out > MAX_SIZE_BYTES) if send_matrix.dtype.kind == "i" else out > MAX_SIZE_BYTES
+        if send_matrix.dtype == np.uint64:
+            bad |= send_matrix > np.uint64(MAX_SIZE_BYTES)
+        if bad.any():
+            raise bad_value("send_matrix", send_matrix[np.unravel_index(int(np.argmax(bad)), bad.shape)].item(),
+                            allowed)
+        return out
     try:  # never more than one row or column past p (an endless iterator is not listed)
         rows = [list(itertools.islice(iter(row), p + 1)) for row in itertools.islice(iter(send_matrix), p + 1)]
     except TypeError:

@@ -103,8 +103,14 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
             continue
         fastest = min(t for t in times.values() if t == t)
         tied = [a for a in times if times[a] <= fastest * (1 + 1e-9)]
-        # ties go to the previous size's best (no crossover between equals), then HCCL's choice
-        best = prev if prev in tied else chosen.algorithm if chosen.algorithm in tied else tied[0]
+        # ties (within rel 1e-9) go to the previous size's best (no crossover between equals) unless
+        # HCCL's choice is tied too and faster by a last bit (best never slower than HCCL's choice),
+        # then to HCCL's choice, then to the first candidate
+        hccl_tied = chosen.algorithm in tied
+        if prev in tied and not (hccl_tied and times[prev] > chosen.time_s):
+            best = prev
+        else:
+            best = chosen.algorithm if hccl_tied else tied[0]
         row = {"collective": collective, "ranks": chosen.ranks, "size_bytes": size,
                "hccl_choice": chosen.algorithm, "hccl_time_us": chosen.time_us, "best": best,
                "best_time_us": times[best] * 1e6, "slowdown": chosen.time_s / times[best],

@@ -184,3 +184,17 @@ def test_auto_adds_no_ccl_buffer_off_ascend(mode):
     assert best.time_s <= named.time_s
     df = hcsim.sweep(t, "allreduce", sizes=["512M"], algorithms=["auto", auto.algorithm], mode=mode)
     assert df["time_us"].iloc[0] == df["time_us"].iloc[1]
+
+
+def test_select_never_reports_a_best_slower_than_hccls_choice():
+    """Ties within rel 1e-9 go to the previous size's best, but not when HCCL's choice is tied
+    and faster by a last bit (judge11's pilot: scatter on 7 NPUs at 32 B, best mesh/nb
+    3.0010800000000004 us against HCCL's mesh/nhr 3.00108 us, slowdown 0.9999999999999999)."""
+    import hcsim
+    from hcsim.topology import builders
+
+    d = hcsim.select(builders.single_switch(7, 25e9, 5e-7), "scatter", sizes=(8, 2048))
+    assert (d["slowdown"] >= 1).all()
+    assert (d["best_time_us"] <= d["hccl_time_us"]).all()
+    at32 = d[d["size_bytes"] == 32].iloc[0]
+    assert at32["best"] == at32["hccl_choice"] and at32["slowdown"] == 1

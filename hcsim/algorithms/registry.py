@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import HcsimError, ScheduleError, bad_value, unknown_name
-from ..limits import MAX_ALLTOALLV_RANKS, MAX_USER_STEPS
+from ..errors import HcsimError, ScheduleError, bad_value, is_int, unknown_name
+from ..limits import MAX_ALLTOALLV_RANKS, MAX_CALL_RANKS, MAX_SIZE_BYTES, MAX_USER_STEPS
 from .cost import AlphaBetaGamma
 from .schedule import COLLECTIVES, ROOTED, CollectiveArgs, Schedule, split_bytes
 
@@ -52,7 +52,18 @@ REGISTRY: dict[str, dict[str, AlgorithmSpec]] = {c: {} for c in COLLECTIVES}
 
 def register(spec: AlgorithmSpec) -> AlgorithmSpec:
     """Add an algorithm to the registry (its name must be new for its collective)."""
+    if not isinstance(spec, AlgorithmSpec):
+        raise bad_value("spec", spec, "an hcsim.AlgorithmSpec(name, collective, build, cost=None, ...)")
+    if not isinstance(spec.name, str) or not spec.name.strip() or "/" in spec.name or spec.name in ("auto", "best"):
+        raise bad_value("spec.name", spec.name, "a new algorithm name: a non-empty string without '/', not 'auto' "
+                        "or 'best'")
     check_collective(spec.collective)
+    if not callable(spec.build):
+        raise bad_value("spec.build", spec.build, "a function build(args) -> Schedule")
+    if spec.cost is not None and not callable(spec.cost):
+        raise bad_value("spec.cost", spec.cost, "a function cost(args, AlphaBetaGamma) -> seconds, or None")
+    if not is_int(spec.levels) or not 1 <= spec.levels <= 3:
+        raise bad_value("spec.levels", spec.levels, "1, 2 or 3 (a flat algorithm, or a level0/level1[/level2] one)")
     if spec.name in REGISTRY[spec.collective]:
         raise bad_value("algorithm", spec.name, f"already registered for {spec.collective}")
     REGISTRY[spec.collective][spec.name] = spec
@@ -60,7 +71,7 @@ def register(spec: AlgorithmSpec) -> AlgorithmSpec:
 
 
 def check_collective(collective: str) -> str:
-    if collective not in COLLECTIVES:
+    if not isinstance(collective, str) or collective not in COLLECTIVES:
         raise unknown_name("collective", collective, COLLECTIVES)
     return collective
 
@@ -79,7 +90,7 @@ def get_algorithm(collective: str, algorithm) -> AlgorithmSpec:
         name = getattr(algorithm, "__name__", "custom")
         return AlgorithmSpec(name, collective, algorithm, None, "user algorithm", "user", user=True)
     known = REGISTRY[collective]
-    if algorithm in known:
+    if isinstance(algorithm, str) and algorithm in known:
         return known[algorithm]
     if isinstance(algorithm, str) and "/" in algorithm and RESOLVERS:
         return RESOLVERS[0](collective, algorithm)
@@ -96,15 +107,16 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
               send_matrix=None) -> CollectiveArgs:
     """Validate and bundle a collective call (see :class:`CollectiveArgs`)."""
     check_collective(collective)
-    if isinstance(p, bool) or not isinstance(p, int) or p < 2:
-        raise bad_value("ranks", p, "at least 2 ranks")
-    if collective in ROOTED:
-        if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < p:
-            raise bad_value("root", root, f"a rank from 0 to {p - 1}")
-    servers = tuple(int(x) for x in servers)
+    if not is_int(p) or not 2 <= p <= MAX_CALL_RANKS:
+        raise bad_value("ranks", p, f"from 2 to {MAX_CALL_RANKS} ranks (hcsim.limits.MAX_CALL_RANKS)")
+    p = int(p)
+    if not is_int(nbytes) or not 0 <= nbytes <= MAX_SIZE_BYTES:
+        raise bad_value("nbytes", nbytes, f"a whole number of bytes from 0 to {MAX_SIZE_BYTES} (1 PiB)")
+    if not is_int(root) or (collective in ROOTED and not 0 <= root < p):
+        raise bad_value("root", root, f"a rank from 0 to {p - 1}")
+    servers, pods = _counts("servers", servers), _counts("pods", pods)
     if servers and (sum(servers) != p or min(servers) < 1):
         raise bad_value("servers", servers, f"ranks per server, each >= 1, adding up to {p}")
-    pods = tuple(int(x) for x in pods)
     if pods and (not servers or sum(pods) != len(servers) or min(pods) < 1):
         raise bad_value("pods", pods, f"servers per pod, each >= 1, adding up to {len(servers)} servers")
     matrix = None
@@ -131,6 +143,14 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
     return CollectiveArgs(collective, p, int(nbytes), int(root), servers, pods, matrix)
 
 
+def _counts(field: str, value) -> tuple:
+    """``servers`` or ``pods`` of :func:`make_args`: a sequence of whole counts, as a tuple of ints."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, np.ndarray)) \
+            or not all(is_int(x) for x in value) or len(value) > MAX_CALL_RANKS:
+        raise bad_value(field, value, "a list of whole counts (ranks per server, servers per pod)")
+    return tuple(int(x) for x in value)
+
+
 def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 0, servers=(), pods=(),
                    send_matrix=None) -> Schedule:
     """Schedule ``collective`` on ``p`` ranks with ``algorithm`` (name or callable).
@@ -142,7 +162,12 @@ def build_schedule(collective: str, algorithm, p: int, nbytes: int, root: int = 
     (3, 1024)
     """
     spec = get_algorithm(collective, algorithm)
-    return run_builder(spec, make_args(collective, p, nbytes, root, servers, pods, send_matrix))
+    args = make_args(collective, p, nbytes, root, servers, pods, send_matrix)
+    if not spec.user:  # a schedule too large to hold is refused before it is built, as simulate() does
+        from ..api import check_work
+
+        check_work(spec, args, None, exact=False)
+    return run_builder(spec, args)
 
 
 def _call(args: CollectiveArgs) -> tuple:
