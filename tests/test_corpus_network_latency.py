@@ -58,3 +58,23 @@ def test_network_latency_is_a_flag():
     system = load_corpus()[0]
     with pytest.raises(HcsimError, match="network_latency"):
         validate_system(system, network_latency="yes")
+
+
+def test_validate_system_fits_and_predicts_with_the_latency_only_when_asked():
+    """A 2-node, 8-rank MPI system calibrated on two recursive-doubling allreduces (3 steps, one across the nodes):
+    with network_latency the fit gives part of the fixed cost to the ping-pong on the links between the nodes, so
+    a ring (14 steps, two of its eight hops across, eager messages) is predicted faster; without a figure the flag
+    changes nothing."""
+    import pandas as pd
+
+    measured = pd.DataFrame({"collective": "allreduce", "algorithm": ["rd", "rd", "ring"], "ranks": 8,
+                             "size_bytes": [8, 1 << 20, 4096], "time_us": [20.0, 900.0, 40.0]})
+    system = {"system": "toy", "topology": leaf_spine(2, 4, 1, 5e9, oversubscription=1.0, npus_per_server=4),
+              "transport": "intel-mpi", "measured": measured, "pingpong_us": 5.0}
+    off, rep_off = validate_system(system)
+    on, rep_on = validate_system(system, network_latency=True)
+    again, _ = validate_system({k: v for k, v in system.items() if k != "pingpong_us"}, network_latency=True)
+    assert off["predicted_us"].tolist() == again["predicted_us"].tolist()  # no figure: as without the flag
+    # the ring pays 14 steps of an overhead 5/3 us smaller and the latency only where its eager messages wait for it
+    assert on.loc[2, "predicted_us"] < 0.98 * off.loc[2, "predicted_us"]
+    assert rep_on["step_overhead_us"] < rep_off["step_overhead_us"]  # the latency takes part of the fixed cost
