@@ -30,12 +30,16 @@ def main(argv=None) -> int:
     ap.add_argument("--algorithm", default=None, choices=("library", "selected"),
                     help="rows that name no algorithm: the library's own rule where known (default), "
                          "or HCCL's choice everywhere")
+    ap.add_argument("--network-latency", action="store_true",
+                    help="put each MPI system's published two-node ping-pong latency (corpus.yaml pingpong_us) on the "
+                         "links between its nodes before the fit (docs/validation.md change 30; not the table's default)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
         df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}),
-                             **({"algorithm": args.algorithm} if args.algorithm else {}))
+                             **({"algorithm": args.algorithm} if args.algorithm else {}),
+                             **({"network_latency": True} if args.network_latency else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0

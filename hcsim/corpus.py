@@ -75,6 +75,15 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
             from .calibrate import _positive
 
             s["nccl_ll_max_GBps"] = _positive("nccl_ll_max_GBps", e["nccl_ll_max_GBps"])
+        if e.get("pingpong_us") is not None:
+            from .calibrate import _positive
+            from .errors import ConfigError
+
+            us = _positive("pingpong_us", e["pingpong_us"], 1e6)
+            if s.get("pingpong_us", us) != us:
+                raise ConfigError(f"{e['file']}: pingpong_us = {us} where another file of {e['system']!r} gives "
+                                  f"{s['pingpong_us']}: one figure per system")
+            s["pingpong_us"] = us
         s["entries"].append(e)
         s["frames"].append(df)
     out = []
@@ -288,6 +297,72 @@ def _add_local_work(rows: pd.DataFrame, system: dict) -> pd.DataFrame:
     return out
 
 
+def with_network_latency(topology, one_way_s: float):
+    """A copy of ``topology`` whose links deeper in the network than the ranks' own (no NPU at
+    either end: a node's NIC to its switch, the switches' own) carry latency, ``one_way_s`` in
+    all along a path between two ranks on different servers, split evenly over that path's deeper
+    links; the ranks' own links (a CPU rank's share of its node's memory, a GPU's NVLink) keep
+    theirs, so a message inside a server pays none of it.
+
+    For the corpus's MPI systems, whose ``corpus.yaml`` entries give ``pingpong_us``: the MPI
+    point-to-point latency their sources publish for two ranks on two nodes (``osu_latency``, a
+    benchmark apart from the corpus's sweeps), docs/validation.md change 30. The builders' one
+    ``latency_s`` would put it on the ranks' own links too, hence this.
+
+    Parameters
+    ----------
+    topology : str, Path or Topology
+    one_way_s : float
+        Seconds from one server to another over the network, >= 0.
+
+    Raises
+    ------
+    ConfigError
+        If paths between servers cross different numbers of deeper links (the even split would
+        then give them different latencies).
+
+    Examples
+    --------
+    >>> from hcsim.topology import leaf_spine
+    >>> t = with_network_latency(leaf_spine(2, 4, 1, 10e9, oversubscription=4.0, npus_per_server=4), 2e-6)
+    >>> t.link_spec("leaf0", "spine0").latency_s, t.link_spec("npu0", "leaf0").latency_s
+    (1e-06, 0.0)
+    """
+    import networkx as nx
+
+    from .calibrate import _positive
+    from .errors import ConfigError, bad_value
+    from .topology.io import load_topology
+    from .topology.spec import LinkSpec
+
+    if not (one_way_s == 0 or _positive("one_way_s", one_way_s, 1.0)):
+        raise bad_value("one_way_s", one_way_s, "seconds, from 0 to 1")
+    out = load_topology(topology).copy()
+    g = out.graph
+    npus = [n for n, d in g.nodes(data=True) if d.get("kind") == "npu"]
+    first = {}
+    for n in npus:
+        first.setdefault(out.npu_spec(n).server, n)
+    if len(first) < 2:
+        return out
+
+    def deeper(u, v):
+        return g.nodes[u].get("kind") != "npu" and g.nodes[v].get("kind") != "npu"
+
+    src, *others = first.values()
+    hops = {sum(deeper(u, v) for u, v in zip(p[:-1], p[1:], strict=True)) for dst in others
+            for p in [nx.shortest_path(g, src, dst)]}
+    if len(hops) != 1 or 0 in hops:
+        raise ConfigError(f"{out.name!r}: paths between servers cross {sorted(hops)} links deeper than the ranks' "
+                          "own; with_network_latency needs one number of them, at least 1")
+    each = float(one_way_s) / hops.pop()
+    for u, v, d in g.edges(data=True):
+        if deeper(u, v):
+            s = d["spec"]
+            d["spec"] = LinkSpec(s.bandwidth_Bps, each, s.tier, s.inline_reduce)
+    return out
+
+
 def _library(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
     """Rows that name no algorithm get the library's rule where one is known (:data:`LIBRARY_RULES`),
     else HCCL's choice as :func:`_selected` gives it."""
@@ -438,7 +513,8 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
 
 
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
-                    regimes: bool = True, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+                    regimes: bool = True, network_latency: bool = False,
+                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
@@ -463,12 +539,23 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     prediction (``local_us``, :func:`library_local_seconds`, on the transports of
     :data:`LIBRARY_LOCAL_WORK`; the calibration points, allreduces, have none).
 
+    ``network_latency=True``: a system whose corpus entry gives ``pingpong_us`` (its source's
+    published two-node MPI latency) is calibrated and predicted with that latency on the links
+    between its servers (:func:`with_network_latency`) and the same two-parameter fit; off by
+    default, as it did not improve the table (docs/validation.md, change 30).
+
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
     from .calibrate import RANK_REDUCE_RATIO, calibrate
     from .topology.io import load_topology
     from .validate import measured_ranks, validate_measured
 
+    if not isinstance(network_latency, (bool, np.bool_)):
+        from .errors import bad_value
+
+        raise bad_value("network_latency", network_latency, "True or False")
+    if network_latency and system.get("pingpong_us") is not None:
+        system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
     measured = system["measured"]
     cal = calibration_points(measured)
     algo = algorithm
@@ -525,7 +612,8 @@ def _size(n: int) -> str:
 
 
 def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "library",
-                    fit: str = "bottleneck", regimes: bool = True, **calibrate_kwargs) -> pd.DataFrame:
+                    fit: str = "bottleneck", regimes: bool = True, network_latency: bool = False,
+                    **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -534,7 +622,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    algorithm, fit, **calibrate_kwargs
+    algorithm, fit, regimes, network_latency, **calibrate_kwargs
         As :func:`validate_system` takes them.
 
     Returns
@@ -561,7 +649,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
     for s in corpus:
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
-        rows, report = validate_system(s, algorithm, fit, regimes, **calibrate_kwargs)
+        rows, report = validate_system(s, algorithm, fit, regimes, network_latency, **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)
