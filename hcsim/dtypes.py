@@ -46,7 +46,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from .errors import bad_value
+from .errors import bad_value, is_int
 
 
 @dataclass(frozen=True)
@@ -250,9 +250,9 @@ def size_from_count(collective: str, count, dtype, p: int) -> int:
     >>> size_from_count("allreduce", 1024, "fp16", 8), size_from_count("allgather", 1024, "fp16", 8)
     (2048, 16384)
     """
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    if not is_int(count) or count < 1:
         raise bad_value("count", count, "a whole number of elements >= 1")
-    return count * element_size(dtype) * (p if collective in COUNT_TIMES_RANKS else 1)
+    return int(count) * element_size(dtype) * (p if collective in COUNT_TIMES_RANKS else 1)
 
 
 def check_elements(collective: str, nbytes: int, dtype, p: int) -> int:

@@ -26,7 +26,7 @@ import re
 import socket
 from contextlib import contextmanager
 
-from .errors import ConfigError, bad_value
+from .errors import ConfigError, bad_value, is_int
 from .progress import check_progress, progress_bar
 
 CONNECT_TIMEOUT_S = 5
@@ -186,8 +186,9 @@ def dask_client(workers=None, scheduler=None, *, flags: bool = False):
     if workers is not None and scheduler is not None:
         raise bad_value(w_field, workers, f"give {w_field} (a local cluster) or {s_field} (a running one), not both "
                         f"({s_field} = {scheduler!r})")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+    if workers is not None and (not is_int(workers) or workers < 1):
         raise bad_value(w_field, workers, "a positive integer (worker processes of a local Dask cluster)")
+    workers = None if workers is None else int(workers)
     if workers is not None and workers > max_local_workers():
         raise bad_value(w_field, workers, f"at most {max_local_workers()} worker processes on this machine "
                         f"({WORKERS_PER_CPU} per CPU; for more, run a cluster and give {s_field})")

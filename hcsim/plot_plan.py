@@ -23,7 +23,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, bad_value
+from .errors import ConfigError, bad_value, is_int
 from .plan import COLUMNS
 
 PLAN_COLUMNS = COLUMNS
@@ -504,8 +504,9 @@ def plot_link_utilization(topology, links, path=None, top: int | None = None, vm
     if missing:
         raise ConfigError(f"links: missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                           "(expected JobResult.links: src, dst, utilization)")
-    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
+    if top is not None and (not is_int(top) or top < 0):
         raise bad_value("top", top, "a number of links >= 0, or None")
+    top = None if top is None else int(top)
     if vmax is not None and not (isinstance(vmax, (int, float)) and vmax > 0 and math.isfinite(vmax)):
         raise bad_value("vmax", vmax, "a utilisation > 0, or None")
     from .plot import check_drawable

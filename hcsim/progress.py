@@ -27,7 +27,7 @@ import sys
 import warnings
 from contextlib import contextmanager
 
-from .errors import bad_value
+from .errors import bad_value, is_int
 
 ENV_VAR = "HCSIM_PROGRESS"
 """Set to ``"0"`` to turn automatic bars off (``progress=True`` still draws one)."""
@@ -158,8 +158,9 @@ def progress_bar(total: int, desc: str = "", progress=None):
     ...     bar.enabled
     False
     """
-    if isinstance(total, bool) or not isinstance(total, int) or total < 0:
+    if not is_int(total) or total < 0:
         raise bad_value("total", total, "a count of work units, an integer >= 0")
+    total = int(total)
     if not progress_enabled(progress):
         yield _NoBar()
         return

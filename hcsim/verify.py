@@ -30,6 +30,12 @@ from .errors import HcsimError, ScheduleError, bad_value
 MAX_STATE = 50_000_000
 """Largest p x chunks x contributors state the verifier will allocate."""
 
+SATURATE = 1 << 16
+"""A reduced chunk's count of one rank's contribution saturates here (a correct schedule's is 1): a
+user's schedule that reduces the same data again and again doubled it past int32 (a verifier
+message once read "holds rank 1's contribution -1032547710 times"). In one step at most
+MAX_CALL_RANKS reductions of saturated counts land in a chunk: 2^16 x 2^14 < 2^31."""
+
 MAX_MOVED = 64_000_000
 """Most chunk counters (chunks a schedule's transfers carry, times the contributors each holds:
 p for a reduction) the verifier replays, about 110 ns each: a ring allgather on 7,000 ranks moves
@@ -203,6 +209,7 @@ def verify(schedule: Schedule) -> None:
                 if copied[d, lo:hi].any():
                     raise ScheduleError(f"step {k} transfer {i}: rank {d} both receives and reduces a chunk in one step")
                 state[d, lo:hi] += data
+                np.minimum(state[d, lo:hi], SATURATE, out=state[d, lo:hi])
                 reduced[d, lo:hi] = True
             else:
                 if copied[d, lo:hi].any() or reduced[d, lo:hi].any():
@@ -216,7 +223,8 @@ def verify(schedule: Schedule) -> None:
         exp = want[r, ch]
         if coll in REDUCING:
             j = int(np.argmax(got != exp))
-            detail = f"holds rank {j}'s contribution {int(got[j])} times, expected {int(exp[j])}"
+            times = f"at least {SATURATE}" if got[j] >= SATURATE else str(int(got[j]))
+            detail = f"holds rank {j}'s contribution {times} times, expected {int(exp[j])}"
         else:
             detail = "does not hold it" if got.sum() == 0 else "holds it"
         raise ScheduleError(f"{schedule.algorithm} {coll} p={p}: after the last step rank {r} chunk {ch} {detail}")
@@ -249,6 +257,8 @@ def _apply_step(state: np.ndarray, step, c: int) -> bool:
     state[dst[~red], ch[~red]] = data[~red]
     if red.any():
         np.add.at(state, (dst[red], ch[red]), data[red])
+        into = (dst[red], ch[red])
+        state[into] = np.minimum(state[into], SATURATE)  # repeated reductions would overflow int32
     return True
 
 

@@ -132,3 +132,29 @@ def test_an_alltoallv_past_its_rank_limit_is_refused_before_its_matrix_is_read()
     small = np.arange(16, dtype=np.uint8).reshape(4, 4)
     assert hcsim.simulate(t, "alltoallv", None, "mesh", send_matrix=small).time_s == \
         hcsim.simulate(t, "alltoallv", None, "mesh", send_matrix=small.tolist()).time_s
+
+
+def test_numpy_integers_are_integers_everywhere():
+    """judge11's pilot: four checks still took Python ints only (a dtype call's count, a schedule's
+    ranks, a measured file's ranks) or Python numbers only (the engine's overheads)."""
+    from pathlib import Path
+
+    from hcsim.backends import load_measured
+    from hcsim.topology import builders
+
+    t = builders.full_mesh(4, 1e9, 1e-6)
+    a = hcsim.simulate(t, "allreduce", None, "ring", count=np.int64(8), dtype="fp32")
+    assert a.size_bytes == 32 and type(a.size_bytes) is int
+    assert hcsim.build_schedule("allreduce", "ring", np.int64(4), np.int64(64)).args.p == 4
+    path = Path(__file__).parents[1] / "docs" / "data" / "published" / "hccl_test_sample.txt"
+    assert load_measured(path, ranks=np.int64(8))["ranks"].eq(8).all()
+    assert hcsim.simulate(t, "allreduce", "1K", "ring", step_overhead_s=np.float32(1e-6)).time_s > 0
+
+
+def test_verify_names_a_repeated_reduction_without_overflow():
+    import dataclasses
+
+    s = hcsim.build_schedule("allreduce", "ring", 4, 64)
+    again = [st for st in s.steps if st.reduce.any()] * 1000
+    with pytest.raises(hcsim.ScheduleError, match="contribution at least 65536 times, expected 1"):
+        hcsim.verify(dataclasses.replace(s, steps=[*s.steps, *again]))

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR
-from ..errors import ConfigError, bad_value
+from ..errors import ConfigError, bad_value, is_int
 
 
 @dataclass(frozen=True)
@@ -280,16 +280,16 @@ def probe_sizes(probe: str, sizes) -> list[int]:
 
 def check_rounds(rounds) -> int:
     """``rounds`` if it is a whole number of rounds (>= 1), else a one-line error."""
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+    if not is_int(rounds) or rounds < 1:
         raise bad_value("rounds", rounds, "an integer >= 1")
-    return rounds
+    return int(rounds)
 
 
 def check_iterations(iterations) -> int:
     """``iterations`` if it is a whole number of timed runs (1 to 1000), else a one-line error."""
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 1000:
+    if not is_int(iterations) or not 1 <= iterations <= 1000:
         raise bad_value("iterations", iterations, "timed runs per point, an integer from 1 to 1000")
-    return iterations
+    return int(iterations)
 
 
 def fit_point_to_point(testbed, sizes=PROBE_SIZES, iterations: int = 7, rounds: int = 3,

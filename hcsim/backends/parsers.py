@@ -35,7 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
-from ..errors import ConfigError, WorkLimitError, bad_value, is_real, shown, unknown_name
+from ..errors import ConfigError, WorkLimitError, bad_value, is_int, is_real, shown, unknown_name
 from ..hccl.hccl_test import BINARIES
 from ..limits import MAX_CALL_RANKS, MAX_MEASURED_BYTES, MAX_SIZE_BYTES, MAX_SWEEP_SIZES
 
@@ -165,9 +165,10 @@ def _check_arguments(text, collective, ranks, algorithm):
         raise bad_value("text", text, "a str (the tool's output; load_measured reads a file)")
     if collective is not None:
         check_collective(collective)
-    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or
+    if ranks is not None and (not is_int(ranks) or
                               not 2 <= ranks <= MAX_CALL_RANKS):
         raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
+    ranks = None if ranks is None else int(ranks)
     if not isinstance(algorithm, str):
         raise bad_value("algorithm", algorithm, "a str (the label the rows get)")
 
@@ -633,9 +634,10 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None,
 
     if collective is not None:
         check_collective(collective)
-    if ranks is not None and (isinstance(ranks, bool) or not isinstance(ranks, int) or
+    if ranks is not None and (not is_int(ranks) or
                               not 2 <= ranks <= MAX_CALL_RANKS):
         raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
+    ranks = None if ranks is None else int(ranks)
     path, text = _read_text(path)
     src = _Source(path)
     kind = detect_format(text)

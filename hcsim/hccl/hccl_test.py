@@ -21,7 +21,7 @@ import re
 
 from ..dtypes import DTYPES as _DTYPES
 from ..dtypes import check_supported, parse_dtype
-from ..errors import WorkLimitError, bad_value, unknown_name
+from ..errors import WorkLimitError, bad_value, is_int, unknown_name
 from ..limits import MAX_WORK
 from ..units import parse_size, size_range
 
@@ -76,8 +76,9 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
         raise unknown_name("-o", op, OPS)
     unit = DTYPES[_DTYPES[parse_dtype(dtype, "-d")].hccl_test_name]
     for name, value in (("-p", npus), ("-n", servers)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise bad_value(name, value, "an integer >= 1")
+    npus, servers = int(npus), int(servers)
     collective = BINARIES[binary]
     if topology is None and npus > NPUS_PER_910B_SERVER:
         raise bad_value("-p", npus, f"1 to {NPUS_PER_910B_SERVER}: an Atlas 800T A2 server (and an Atlas 900 A2 PoD's) "

@@ -116,8 +116,9 @@ def run(topology, workload: Workload, *, routing: str = "ecmp", ecmp_seed: int =
         raise bad_value("hccl", hccl, "an hcsim.hccl.selection.HcclConfig, or None")
     for name, v in (("max_transfers", max_transfers), ("max_flow_updates", max_flow_updates),
                     ("max_ops", max_ops)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_int(v) or v < 1:
             raise bad_value(name, v, "a positive integer")
+    max_transfers, max_flow_updates, max_ops = int(max_transfers), int(max_flow_updates), int(max_ops)
     if max_work is not None and (not is_int(max_work) or max_work < 1):  # as simulate's (a numpy integer too)
         raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
     max_work = None if max_work is None else int(max_work)
