@@ -913,6 +913,8 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         if kwargs.get("dtype") is not None:
             parse_dtype(kwargs["dtype"])  # a bad name is an error, not a table of refusals
         mode = kwargs.get("mode", "des")
+        if not isinstance(mode, str) or mode not in MODES:  # (an array has no truth value: checked first)
+            raise bad_value("mode", mode, "one of " + ", ".join(MODES))
         table = _Table(collective, mode, p)
         reasons = []  # per size: why every algorithm is refused there, or None
         for n in size_list:

@@ -158,3 +158,11 @@ def test_verify_names_a_repeated_reduction_without_overflow():
     again = [st for st in s.steps if st.reduce.any()] * 1000
     with pytest.raises(hcsim.ScheduleError, match="contribution at least 65536 times, expected 1"):
         hcsim.verify(dataclasses.replace(s, steps=[*s.steps, *again]))
+
+
+@pytest.mark.parametrize("mode", [np.array(["des", "des"]), np.array([], dtype=float), ["des"], None])
+def test_sweep_refuses_an_odd_mode_in_one_line(mode):
+    from hcsim.topology import builders
+
+    with pytest.raises(ConfigError, match=r"^mode = .*: one of "):
+        hcsim.sweep(builders.full_mesh(4, 10e9, 1e-6), "allreduce", sizes=(8, 64), mode=mode)
