@@ -175,8 +175,7 @@ def load_scenario(source, *, servers: int | None = None, overrides: dict | None 
         if isinstance(source, os.PathLike):
             source = os.fspath(source)
         if not isinstance(source, str) or not source.strip():
-            raise bad_value("scenario", source if isinstance(source, (str, type(None))) else type(source).__name__,
-                            "a YAML file path or a mapping")
+            raise bad_value("scenario", source, "a YAML file path, a mapping or a Scenario")
         path = Path(source)
         try:
             is_dir = path.is_dir()
@@ -203,7 +202,7 @@ def load_scenario(source, *, servers: int | None = None, overrides: dict | None 
 def run_scenario(scenario, **kwargs):
     """Run a scenario (a :class:`Scenario`, a file or a mapping) and return its JobResult.
 
-    ``kwargs`` are :func:`load_scenario`'s (``servers``, ``overrides``).
+    ``kwargs`` are :func:`load_scenario`'s (``servers``, ``overrides``) and ``progress``.
 
     Examples
     --------
@@ -212,6 +211,9 @@ def run_scenario(scenario, **kwargs):
     >>> round(r.step_time_s * 1e3, 6)
     1.0
     """
+    unknown = sorted(set(kwargs) - {"servers", "overrides", "progress"})
+    if unknown:
+        raise bad_value("keyword argument", unknown[0], "servers, overrides (load_scenario's) or progress")
     progress = kwargs.pop("progress", None)
     return run_loaded(load_scenario(scenario, **kwargs), progress)
 

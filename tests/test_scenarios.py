@@ -346,3 +346,14 @@ def test_an_explicit_workload_too_large_to_plan_is_refused_before_it_is_expanded
     doc["workload"]["repeat"] = 30
     path.write_text(yaml.safe_dump(doc))
     assert len(load_scenario(path).workload.ops) == 30
+
+
+def test_run_refuses_odd_arguments_in_one_line():
+    import hcsim
+    from hcsim.errors import ConfigError
+
+    path = REPO / "scenarios" / "acl_overlap_allreduce.yaml"
+    with pytest.raises(ConfigError, match=r"^keyword argument = 'foo': servers, overrides"):
+        hcsim.run(path, foo=1)
+    with pytest.raises(ConfigError, match=r"^scenario = 5: a YAML file path, a mapping or a Scenario"):
+        hcsim.run(5)
