@@ -28,6 +28,7 @@ from .algorithms.schedule import (
     COLLECTIVES,
     REDUCING,
     CollectiveArgs,
+    Step,
     check_structure,
     min_size,
 )
@@ -661,8 +662,9 @@ PROBE_RANKS = 1024
 def build_work(spec, args, buffer_bytes, every_loop: bool = False) -> int:
     """Work units building a call's schedules costs: one per
     :data:`~hcsim.limits.BYTES_PER_UNIT_BUILT` bytes each distinct CCL-buffer piece holds
-    (each loop's, ``every_loop``), extrapolated as :func:`check_work` does, to three significant
-    figures (the probes' memory, read by tracemalloc, varies a little between processes); 0 on at most
+    (each loop's, ``every_loop``): the bytes of the numpy arrays the probes' schedules hold
+    (:func:`_array_bytes`, the same in every process), extrapolated as :func:`check_work` extrapolates
+    their memory; 0 on at most
     :data:`PROBE_RANKS` ranks (not probed: their schedules are small next to the engine's work on
     them) and for a send matrix other than an alltoallv's."""
     if args.p <= PROBE_RANKS or not (args.send_matrix is None or args.collective == "alltoallv"):
@@ -672,13 +674,8 @@ def build_work(spec, args, buffer_bytes, every_loop: bool = False) -> int:
     for n, count in loops.items():
         piece = dataclasses.replace(args, nbytes=n)
         _extrapolated_transfers(spec, piece)  # probed once per call shape
-        held = _PROBES[_probe_key(spec, piece)][1]
-        total += held * (count if every_loop else 1)
-    units = int(total // BYTES_PER_UNIT_BUILT)
-    # three significant figures: the bytes a probe holds (tracemalloc) vary by a few hundred from one
-    # process to another, which would otherwise show in a call's work count
-    digits = max(0, len(str(units)) - 3)
-    return units // 10**digits * 10**digits
+        total += _PROBES[_probe_key(spec, piece)][5] * (count if every_loop else 1)
+    return int(total // BYTES_PER_UNIT_BUILT)
 
 
 def _probe_key(spec, args) -> tuple:
@@ -701,7 +698,7 @@ def _extrapolated_transfers(spec, args, max_work: int | None = None, copies: int
         hit = _PROBES[key] = _probe(spec, args)
         if len(_PROBES) > 1024:
             _PROBES.pop(next(iter(_PROBES)))
-    estimate, held, (p0, p1), pairs, routed = hit
+    estimate, held, (p0, p1), pairs, routed, _ = hit
     if held * copies > MAX_SCHEDULE_BYTES:  # (copies: CCL-buffer loops of this piece, each built)
         loops = f" x {copies} CCL-buffer loops" if copies > 1 else ""
         raise WorkLimitError(f"size = {args.nbytes}: {spec.name} {args.collective} on {args.p} ranks would hold about "
@@ -731,7 +728,7 @@ def _probe(spec, args):
     import tracemalloc
 
     sizes = args.server_sizes
-    counts, helds = [], []
+    counts, helds, arrays = [], [], []
     for target in (PROBE_RANKS // 2, PROBE_RANKS):
         m = min(len(sizes), max(2, len(sizes) * target // args.p)) if len(sizes) > 1 else 0
         servers = sizes[:m] if m else ()
@@ -753,6 +750,7 @@ def _probe(spec, args):
                                          or [np.zeros(0, dtype=np.int64)])).size
         counts.append((p, sum(len(st) for st in sched.steps), pairs, *_routed_steps(sched.steps)))
         helds.append(held)
+        arrays.append(_array_bytes(sched))
         del sched
     (p0, t0, q0, d0, r0), (p1, t1, q1, d1, r1) = counts
     estimate, pairs = _grown(t0, t1, p0, p1, args.p), _grown(q0, q1, p0, p1, args.p)
@@ -761,7 +759,51 @@ def _probe(spec, args):
     # memory grows by its own law, not the transfers': a Bruck alltoall's messages each hold p / 2
     # blocks, so its memory grows as p^2 log p where its transfers grow as p log p
     held = max(estimate * helds[1] / max(t1, 1), _grown(helds[0], helds[1], p0, p1, args.p))
-    return estimate, held, (p0, p1), pairs, routed
+    array_bytes = max(estimate * arrays[1] / max(t1, 1), _grown(arrays[0], arrays[1], p0, p1, args.p))
+    return estimate, held, (p0, p1), pairs, routed, int(array_bytes)
+
+
+def _array_bytes(schedule) -> int:
+    """Bytes of the numpy arrays a built schedule holds (its steps' arrays, each once, and what
+    its message steps' ``expand`` closures keep), found by walking the objects, so the same
+    schedule gives the same count in any process (tracemalloc's reading varies by up to about 1%
+    with the interpreter's free lists): :func:`build_work` prices building by it. Lazily made
+    steps are not held, so a :class:`~hcsim.algorithms.schedule.LazySteps` counts nothing."""
+    seen: set = set()
+    total = 0
+    stack = [schedule.chunk_bytes]
+    steps = schedule.steps
+    if isinstance(steps, (list, tuple)):
+        stack.extend(steps)
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or obj is None:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray):
+            if obj.base is None:
+                total += obj.nbytes
+            else:
+                stack.append(obj.base)  # a view or a broadcast: what holds its data, once
+        elif isinstance(obj, Step):
+            stack.extend((obj.src, obj.dst, obj.nbytes, obj.reduce, obj.chunk_lo, obj.chunk_hi, obj.expand))
+        elif isinstance(obj, functools.partial):
+            stack.extend((obj.func, *obj.args, *obj.keywords.values()))
+        elif inspect.isfunction(obj):
+            stack.extend(c.cell_contents for c in obj.__closure__ or () if _filled(c))
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+    return total
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 (an empty cell raises)
+    except ValueError:
+        return False
+    return True
 
 
 def _routed_steps(steps) -> tuple[int, int]:

@@ -44,7 +44,7 @@ on 4,096 ranks would hold 2.1M transfers in about 2.5 GiB, on 16,384 ranks 35M i
 
 BYTES_PER_UNIT_BUILT = 256
 """A schedule built for a call of more than :data:`hcsim.api.PROBE_RANKS` ranks counts one work unit
-per this many bytes it holds (extrapolated before it is built, :func:`hcsim.api.build_work`), charged
+per this many bytes of arrays it holds (extrapolated before it is built, :func:`hcsim.api.build_work`), charged
 to the call's bound before its engine runs: building costs 2.5-2.75 ns a byte held (a Bruck
 alltoall on 2,048 ranks holds about 0.9 GiB and takes 2.7 s to build, docs/robustness.md), so a
 sweep point building two such CCL-buffer pieces took 8-9 s of CPU before its engine's bound acted."""
