@@ -190,8 +190,9 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     check_progress(progress)
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
-    if not isinstance(root, int) or not 0 <= root < len(rank_nodes):
+    if not is_int(root) or not 0 <= root < len(rank_nodes):
         raise bad_value("root", root, f"a rank from 0 to {len(rank_nodes) - 1}")
+    root = int(root)
     reduce_op = parse_reduce_op(reduce_op)
     if dtype is not None:
         dtype = parse_dtype(dtype)
@@ -254,7 +255,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         raise ConfigError(f"ranks: algorithm {spec.name!r} needs the ranks of each server to be consecutive "
                           "(in the topology's rank order)")
     args = make_args(collective, len(rank_nodes), nbytes, root, servers, pods,
-                     _send_matrix(send_matrix, len(rank_nodes)) if send_matrix is not None else None)
+                     _send_matrix(send_matrix, len(rank_nodes), collective) if send_matrix is not None else None)
     nbytes = args.nbytes
     if nbytes < min_size(collective, args.p):
         raise bad_value("size", nbytes, _too_small(collective, args.p))
@@ -564,8 +565,10 @@ def _whole_call(exc: WorkLimitError, max_work, before: int) -> WorkLimitError:
     return exc
 
 
-def _send_matrix(send_matrix, p: int):
-    """``send_matrix`` as a p x p integer array, or a one-line error."""
+def _send_matrix(send_matrix, p: int, collective: str = "alltoallv"):
+    """``send_matrix`` as a p x p integer array, or a one-line error (only an alltoallv takes one)."""
+    if collective != "alltoallv":
+        raise bad_value("send_matrix", "given", "only alltoallv takes a send matrix")
     if p > MAX_ALLTOALLV_RANKS:  # refused before its p x p cells are read (8,192 ranks: 67M of them)
         raise bad_value("ranks", p, f"at most {MAX_ALLTOALLV_RANKS} ranks for alltoallv (its send matrix holds "
                         "p x p byte counts: hcsim.limits.MAX_ALLTOALLV_RANKS)")
@@ -791,10 +794,13 @@ def _array_bytes(schedule) -> int:
             stack.extend((obj.func, *obj.args, *obj.keywords.values()))
         elif inspect.isfunction(obj):
             stack.extend(c.cell_contents for c in obj.__closure__ or () if _filled(c))
+            stack.extend((obj.__defaults__, *(obj.__kwdefaults__ or {}).values()))  # lambda parts=parts: ...
         elif isinstance(obj, (list, tuple)):
             stack.extend(obj)
         elif isinstance(obj, dict):
             stack.extend(obj.values())
+        elif type(obj).__module__.startswith("hcsim.") and hasattr(obj, "__dict__"):
+            stack.extend(vars(obj).values())  # hcsim's own helpers a closure keeps (message parts, chunk spaces)
     return total
 
 
@@ -1081,7 +1087,7 @@ class _Context:
         self.dtype, self.reduce_op, self.hccl = dtype, reduce_op, hccl
         self.inline_ok = _reduces_inline(collective, topo.product, dtype, reduce_op)
         self.qps = o["qps"] if o["qps"] is not None else (hccl.qps_per_connection if hccl is not None else 1)
-        self.matrix = _send_matrix(o["send_matrix"], p) if o["send_matrix"] is not None else None
+        self.matrix = _send_matrix(o["send_matrix"], p, collective) if o["send_matrix"] is not None else None
         self.matrix_key = None if self.matrix is None else self.matrix.tobytes()
         self.step_s = defaults.step_overhead_s if o["step_overhead_s"] is None else o["step_overhead_s"]
         self.launch_s = defaults.launch_for(collective) if o["launch_overhead_s"] is None else o["launch_overhead_s"]

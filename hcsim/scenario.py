@@ -234,10 +234,16 @@ def run_loaded(s: Scenario, progress=None):
     from .limits import topology_work
     from .workload import run
 
+    if not isinstance(s, Scenario) or not isinstance(s.topology, Topology) or not isinstance(s.options, dict):
+        raise bad_value("scenario", s, "a Scenario (load_scenario) with a Topology and an options mapping")
     max_work = s.options.get("max_work", MAX_JOB_WORK)
+    if max_work is not None and (not is_int(max_work) or max_work < 1):  # as run()'s, before it is spent
+        raise bad_value("options.max_work", max_work, "a positive integer (engine work units), or None for no bound")
+    max_work = None if max_work is None else int(max_work)
     spent = topology_work(s.topology, built=s.topology_built)
     if max_work is not None and spent >= max_work:
-        raise WorkLimitError(f"max_work = {max_work}: building and compiling the topology {s.topology.name!r} "
+        what = "building and compiling the topology" if s.topology_built else "the per-link tables of the topology"
+        raise WorkLimitError(f"max_work = {max_work}: {what} {s.topology.name!r} "
                              f"({s.topology.graph.number_of_edges():,} directed links) alone costs {spent:,} units "
                              "of work; use fewer servers, or raise options.max_work (--set options.max_work=N; 0: "
                              "no bound)")

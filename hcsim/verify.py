@@ -33,8 +33,8 @@ MAX_STATE = 50_000_000
 SATURATE = 1 << 16
 """A reduced chunk's count of one rank's contribution saturates here (a correct schedule's is 1): a
 user's schedule that reduces the same data again and again doubled it past int32 (a verifier
-message once read "holds rank 1's contribution -1032547710 times"). In one step at most
-MAX_CALL_RANKS reductions of saturated counts land in a chunk: 2^16 x 2^14 < 2^31."""
+message once read "holds rank 1's contribution -1032547710 times"). A step's reductions into a
+chunk are summed in int64 before the count is saturated."""
 
 MAX_MOVED = 64_000_000
 """Most chunk counters (chunks a schedule's transfers carry, times the contributors each holds:
@@ -256,9 +256,13 @@ def _apply_step(state: np.ndarray, step, c: int) -> bool:
         return False
     state[dst[~red], ch[~red]] = data[~red]
     if red.any():
-        np.add.at(state, (dst[red], ch[red]), data[red])
-        into = (dst[red], ch[red])
-        state[into] = np.minimum(state[into], SATURATE)  # repeated reductions would overflow int32
+        # summed per (receiver, chunk) in int64 and saturated before the int32 state takes it:
+        # any number of reductions into one chunk in a step (repeated ones too) cannot overflow
+        cells, which = np.unique(key[red], return_inverse=True)
+        sums = np.zeros((cells.size, data.shape[-1]), dtype=np.int64)
+        np.add.at(sums, which, data[red])
+        d, ch_ = np.divmod(cells, c)
+        state[d, ch_] = np.minimum(state[d, ch_] + sums, SATURATE)
     return True
 
 

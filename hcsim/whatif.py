@@ -868,7 +868,8 @@ def _compare(cases, make, keep: bool, progress):
                     base_topo = s.topology
                 # a case pays for its topology first: its run's tables, and its building when the
                 # scenario built it (a file's or a mapping's baseline) or it is a perturbed copy
-                budget.spend(topology_work(s.topology, built=s.topology is not base_topo or s.topology_built))
+                budget.spend(topology_work(s.topology, built=s.topology is not base_topo
+                                           or (not ps and s.topology_built)))
                 r = run(s.topology, s.workload, **{**s.options, "max_work": budget.left()}, progress=False)
                 budget.spend(r.config["work"])
             except HcsimError as exc:

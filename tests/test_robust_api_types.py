@@ -166,3 +166,48 @@ def test_sweep_refuses_an_odd_mode_in_one_line(mode):
 
     with pytest.raises(ConfigError, match=r"^mode = .*: one of "):
         hcsim.sweep(builders.full_mesh(4, 10e9, 1e-6), "allreduce", sizes=(8, 64), mode=mode)
+
+
+def test_the_reviews_findings_are_refused_or_accepted_in_one_line():
+    """A review of the ninth session's changes: 0-d arrays and huge ranges as server counts, specs
+    that skip register's checks, send matrices on other collectives or past 1 PiB a rank, numpy
+    roots and queue pairs."""
+    from hcsim.algorithms.registry import AlgorithmSpec, register
+    from hcsim.topology import builders
+
+    for servers in (np.array(4), range(10**9)):
+        with pytest.raises(ConfigError, match=r"^servers = "):
+            hcsim.build_schedule("allreduce", "mesh/ring", 4, 64, servers=servers)
+    from hcsim.algorithms.registry import REGISTRY
+
+    register(AlgorithmSpec("div0_review", "allreduce", lambda a: 1 / 0))  # not hcsim's own: a user's
+    try:
+        assert REGISTRY["allreduce"]["div0_review"].user
+        with pytest.raises(hcsim.ScheduleError, match="raised ZeroDivisionError"):
+            hcsim.build_schedule("allreduce", "div0_review", 4, 8)
+    finally:  # (every later select would race it)
+        del REGISTRY["allreduce"]["div0_review"]
+    with pytest.raises(ConfigError, match=r"^spec.build = 5"):
+        hcsim.build_schedule("allreduce", AlgorithmSpec("x", "allreduce", 5), 4, 8)
+    with pytest.raises(ConfigError, match=r"^spec.collective = 'allgather'"):
+        hcsim.build_schedule("allreduce", AlgorithmSpec("x", "allgather", lambda a: None), 4, 8)
+    t = builders.full_mesh(4, 10e9, 1e-6)
+    with pytest.raises(ConfigError, match="only alltoallv takes a send matrix"):
+        hcsim.simulate(builders.single_switch(4096, 1e9), "allreduce", "1M", "ring", send_matrix=[[1]])
+    with pytest.raises(ConfigError, match="at most 1125899906842624 bytes"):
+        hcsim.simulate(t, "alltoallv", 8, send_matrix=np.full((4, 4), 2**50))
+    assert hcsim.simulate(t, "broadcast", "1M", "ring", root=np.int64(1)).config["root"] == 1
+    assert hcsim.simulate(t, "allreduce", "1M", "ring", qps=np.int64(2)).time_s > 0
+
+
+def test_verify_sums_a_steps_repeated_reductions_without_overflow():
+    from hcsim.algorithms.registry import make_args
+    from hcsim.algorithms.schedule import Schedule, make_step
+
+    def red(src, dst, n=1):
+        return make_step(np.array([src] * n), np.array([dst] * n), 8, True, 0, 1)
+
+    s = Schedule(make_args("allreduce", 3, 8), 1, [red(1, 0), red(2, 0), red(0, 2, 65536), red(2, 1, 32769)],
+                 np.array([8]), "x")
+    with pytest.raises(hcsim.ScheduleError, match="rank 1 chunk 0 holds rank 0's contribution at least 65536 times"):
+        hcsim.verify(s)

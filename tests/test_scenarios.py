@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from test_metrics_trace import check_chrome_trace
@@ -357,3 +358,26 @@ def test_run_refuses_odd_arguments_in_one_line():
         hcsim.run(path, foo=1)
     with pytest.raises(ConfigError, match=r"^scenario = 5: a YAML file path, a mapping or a Scenario"):
         hcsim.run(5)
+
+
+def test_run_loaded_checks_a_given_scenarios_bound_and_a_whatif_charges_building_once(monkeypatch):
+    import hcsim.limits
+    import hcsim.whatif
+    from hcsim.errors import ConfigError
+    from hcsim.scenario import run_loaded
+    from hcsim.topology import single_switch
+    from hcsim.workload import Workload
+
+    w = Workload("n")
+    w.compute("c", [0, 1], duration_s=1e-3)
+    for bad in ("x", [1], 0, -3, 1.5, True, np.float64(1e6)):
+        with pytest.raises(ConfigError, match=r"^options.max_work = "):
+            run_loaded(Scenario("n", "", "<x>", single_switch(4, 1e9), w, options={"max_work": bad}))
+    built = []
+    real = hcsim.limits.topology_work
+    monkeypatch.setattr(hcsim.limits, "topology_work", lambda t, built_=False, **kw: (
+        built.append(kw.get("built", built_)), real(t, kw.get("built", built_)))[1])
+    doc = {"topology": "atlas800t-a2", "workload": {"ops": [
+        {"kind": "compute", "name": "fwd", "ranks": [0, 1], "duration_us": 1000}]}}
+    hcsim.whatif.whatif(doc, ["ecmp-seed=7", "straggler=1:2"])
+    assert built == [True, False, False]  # the baseline built it; cases on the same topology do not

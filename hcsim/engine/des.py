@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import StuckScheduleError, WorkLimitError, bad_value, is_real
+from ..errors import StuckScheduleError, WorkLimitError, bad_value, is_int, is_real
 from ..limits import (
     FLOWS_PER_UNIT,
     LONE_TRANSFERS_PER_UNIT,
@@ -140,8 +140,9 @@ class EngineConfig:
             object.__setattr__(self, name, float(v))  # a numpy float32 too, as a Python float
         if self.routing not in ROUTING_POLICIES:
             raise bad_value("routing", self.routing, "one of " + ", ".join(ROUTING_POLICIES))
-        if isinstance(self.qps, bool) or not isinstance(self.qps, int) or not 1 <= self.qps <= 8:
+        if not is_int(self.qps) or not 1 <= self.qps <= 8:
             raise bad_value("qps", self.qps, "queue pairs per connection, 1 to 8 (HCCL_RDMA_QPS_PER_CONNECTION)")
+        object.__setattr__(self, "qps", int(self.qps))
         f = self.reduce_time_factor
         if isinstance(f, bool) or not isinstance(f, (int, float)) or not (0 < f < math.inf):
             raise bad_value("reduce_time_factor", f, "a finite number > 0")
@@ -916,7 +917,8 @@ def _search_work(net, groups: list, is_new: list, srcs: list, dsts: list) -> int
     some = sizes > 0
     hops[some] = np.maximum.reduceat(length, starts[some])
     walked = np.fromiter((net.walked(srcs[k], dsts[k]) for k in new.tolist()), dtype=np.int64, count=new.size)
-    return search_work(hops, walked) + sum(grow_work(net.grown(srcs[k], dsts[k])) for k in new.tolist())
+    grown = sum(grow_work(net.grown(srcs[k], dsts[k])) for k in new.tolist()) if net.searches_grew else 0
+    return search_work(hops, walked) + grown
 
 
 def _work_error(work: int, exc: WorkLimitError) -> WorkLimitError:

@@ -946,7 +946,8 @@ class _Compiled:
         before = routing.GROWN
         link_paths = self._search.all_shortest_paths(src, dst, MAX_PATHS)
         self._walked[(src, dst)] = sum(map(len, link_paths))
-        self._note_grown(src, dst, routing.GROWN - before)
+        if routing.GROWN != before:  # (as route_many: a search that grew nothing keeps the pair's record)
+            self._note_grown(src, dst, routing.GROWN - before)
         lat_of = self._link_lat.__getitem__
         if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
             lats = [sum(map(lat_of, lp)) for lp in link_paths]
@@ -989,6 +990,12 @@ class _Compiled:
             self._grown[(src, dst)] = nodes
         elif self._grown:
             self._grown.pop((src, dst), None)
+
+    @property
+    def searches_grew(self) -> bool:
+        """Whether any Python search of this topology grew past :data:`~hcsim.limits.FREE_GROWN`
+        (so :meth:`grown` can be skipped, per pair, where none did)."""
+        return bool(self._grown)
 
     def grown(self, src: int, dst: int) -> int:
         """Nodes the Python search's breadth-first layers grew to route ``src`` -> ``dst`` when

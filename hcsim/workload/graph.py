@@ -323,7 +323,7 @@ class Workload:
             from ..api import _send_matrix
 
             try:
-                checked = _send_matrix(send_matrix, comm.size)
+                checked = _send_matrix(send_matrix, comm.size, collective)
             except HcsimError as exc:
                 raise ConfigError(f"op {name!r}: {exc}") from None
             matrix = tuple(tuple(int(x) for x in row) for row in checked)

@@ -499,7 +499,7 @@ class _Job:
         algorithm = op.algorithm if op.algorithm is not None else DEFAULT_ALGORITHM.get(op.collective)
         if not 0 <= op.root < p:
             raise bad_value(f"op {op.name!r}: root", op.root, f"a rank of its communicator, 0 to {p - 1}")
-        matrix = _send_matrix(op.send_matrix, p) if op.send_matrix is not None else None
+        matrix = _send_matrix(op.send_matrix, p, op.collective) if op.send_matrix is not None else None
         nbytes = op.size_bytes if matrix is None else 1  # alltoallv: the matrix sets the size
         if algorithm == "auto":
             algorithm, _ = select_algorithm(self.topo.product, op.collective, nbytes, servers or (p,), pods,
