@@ -608,11 +608,15 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("max_simulations", max_simulations, "a whole number >= 1")
     if not is_int(max_work) or max_work < 1:
         raise bad_value("max_work", max_work, "a whole number >= 1")
-    if fit not in ("tiers", "bottleneck"):
+    from .validate import check_algorithm_name
+
+    check_algorithm_name(algorithm)
+    if not isinstance(fit, str) or fit not in ("tiers", "bottleneck"):
         raise bad_value("fit", fit, "tiers or bottleneck")
     if not isinstance(prefer_rank_links, (bool, np.bool_)) or (prefer_rank_links and fit != "bottleneck"):
         raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
-    if fixed_cost not in ("step", "launch") or (fixed_cost == "launch" and fit != "bottleneck"):
+    if not isinstance(fixed_cost, str) or fixed_cost not in ("step", "launch") \
+            or (fixed_cost == "launch" and fit != "bottleneck"):
         raise bad_value("fixed_cost", fixed_cost, "step or launch; launch only with fit='bottleneck'")
     if rank_reduce_ratio is not None and (fit != "bottleneck" or isinstance(rank_reduce_ratio, bool)
                                           or not isinstance(rank_reduce_ratio, numbers.Real)

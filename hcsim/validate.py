@@ -42,6 +42,7 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     from .backends.parsers import check_measured
 
     check_measured(measured, "validate")
+    check_algorithm_name(algorithm)
     if not is_int(min_size) or min_size < 0:
         raise bad_value("min_size", min_size, "a whole number of bytes >= 0")
     check_options(kwargs, ("ranks", "max_work"), "validate_measured")  # each row sets its ranks
@@ -113,6 +114,15 @@ def predict_row(i: int, row, run, *args, **kwargs):
         raise type(e)(f"measured.iloc[{i}] ({what}): {e}") from None
 
 
+def check_algorithm_name(algorithm) -> str:
+    """``algorithm`` if it is a name a validation or a calibration predicts with (``"auto"``,
+    ``"default"`` or an algorithm's name), else a one-line error (checked before it is compared:
+    a numpy array has no truth value)."""
+    if not isinstance(algorithm, str) or not algorithm.strip():
+        raise bad_value("algorithm", algorithm, "'auto', 'default' or an algorithm's name (hcsim algos)")
+    return algorithm
+
+
 def row_algorithm(row, algorithm="auto"):
     """What to predict a measured ``row`` with: ``algorithm`` unless it is ``"auto"`` or
     ``"default"``; then the row's own ``algorithm`` where it names an hcsim algorithm for the
@@ -135,6 +145,7 @@ def row_algorithm(row, algorithm="auto"):
     from .algorithms.registry import get_algorithm
     from .errors import ConfigError
 
+    check_algorithm_name(algorithm)
     own = row.get("algorithm")
     fallback = None if algorithm == "default" else "auto"
     if algorithm not in ("auto", "default"):

@@ -8,8 +8,11 @@ with i the global rank-order index.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 from ..compute import ASCEND_910B, ASCEND_910C_DIE
-from ..errors import HcsimError, bad_value
+from ..errors import ConfigError, HcsimError, bad_value
 from .builders import _args, _count, _ratio, _uplink, check_size
 from .model import ExecutionDefaults, Topology
 from .spec import LinkSpec, NpuSpec, rate, seconds
@@ -91,6 +94,25 @@ def _server_910b(t, s, base, npus_per_server, hccs, roce, reduce_Bps, endpoint_B
     return names
 
 
+def _keywords(builder):
+    """``builder`` refusing arguments it does not take in one line (a :class:`ConfigError` naming
+    them and its parameters), as the generic builders refuse unknown NPU fields, not Python's
+    TypeError."""
+    signature = inspect.signature(builder)
+
+    @functools.wraps(builder)
+    def checked(*args, **kwargs):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ConfigError(f"{builder.__name__}: {exc}; it takes the keywords "
+                              + ", ".join(signature.parameters)) from None
+        return builder(*args, **kwargs)
+
+    return checked
+
+
+@_keywords
 def atlas800t_a2(*, npus_per_server: int = 8, hccs_bandwidth_Bps: float = HCCS_910B_Bps,
                  hccs_latency_s: float = SDMA_FIXED_s, roce_bandwidth_Bps: float = ROCE_910B_Bps,
                  roce_latency_s: float = RDMA_FIXED_s, reduce_Bps: float = CCE_REDUCE_Bps,
@@ -143,6 +165,7 @@ def _rail_fabric(t, nics_by_server, nic_Bps, hop_s, servers_per_leaf, spines, ov
                 t.add_link(leaf, f"{prefix}spine{sp}", up)
 
 
+@_keywords
 def atlas900_a2_pod(*, servers: int = 16, npus_per_server: int = 8, servers_per_leaf: int = 32,
                     spines: int = 4, oversubscription: float = 1.0,
                     hccs_bandwidth_Bps: float = HCCS_910B_Bps, hccs_latency_s: float = SDMA_FIXED_s,
@@ -188,6 +211,7 @@ def atlas900_a2_pod(*, servers: int = 16, npus_per_server: int = 8, servers_per_
     return t
 
 
+@_keywords
 def atlas800_9000(*, servers: int = 1, hccs_bandwidth_Bps: float = HCCS_910A_Bps,
                   hccs_latency_s: float = SDMA_FIXED_s, pcie_bandwidth_Bps: float = PCIE4_Bps,
                   pcie_latency_s: float = 1e-6, roce_bandwidth_Bps: float = ROCE_910A_Bps,
@@ -246,6 +270,7 @@ def atlas800_9000(*, servers: int = 1, hccs_bandwidth_Bps: float = HCCS_910A_Bps
     return t
 
 
+@_keywords
 def atlas900_a3_superpod(*, nodes: int = 16, npus_per_node: int = 8, superpods: int = 1,
                          l2_switches: int = 7, sio_bandwidth_Bps: float = SIO_Bps, sio_latency_s: float = SIO_s,
                          ub_bandwidth_Bps: float = UB_Bps, ub_latency_s: float = UB_HOP_s,
