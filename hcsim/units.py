@@ -105,6 +105,7 @@ def size_range(min_bytes, max_bytes, factor: int = 2) -> list[int]:
         raise bad_value("factor", factor, "an integer >= 2")
     if factor > MAX_SIZE_BYTES:
         raise bad_value("factor", factor, f"an integer from 2 to {MAX_SIZE_BYTES}")
+    factor = int(factor)  # a numpy uint8 would wrap (or overflow) as the sizes grow
     sizes = []
     s = lo
     while s <= hi:
