@@ -574,14 +574,13 @@ def _send_matrix(send_matrix, p: int, collective: str = "alltoallv"):
                         "p x p byte counts: hcsim.limits.MAX_ALLTOALLV_RANKS)")
     allowed = f"a {p} x {p} matrix of whole byte counts >= 0 (row i: what rank i sends to each rank)"
     if isinstance(send_matrix, np.ndarray) and send_matrix.dtype.kind in "iu" and send_matrix.shape == (p, p):
-        out = send_matrix.astype(np.int64)  # an integer array: checked at once, not cell by cell
-        bad = (out < 0) | (out > MAX_SIZE_BYTES) if send_matrix.dtype.kind == "i" else out > MAX_SIZE_BYTES
-        if send_matrix.dtype == np.uint64:
-            bad |= send_matrix > np.uint64(MAX_SIZE_BYTES)
+        # an integer array: checked at once, not cell by cell (compared in its own dtype, so a uint64
+        # above 2^63 is refused, not wrapped by the conversion)
+        bad = (send_matrix < 0) | (send_matrix > MAX_SIZE_BYTES)
         if bad.any():
             raise bad_value("send_matrix", send_matrix[np.unravel_index(int(np.argmax(bad)), bad.shape)].item(),
                             allowed)
-        return out
+        return send_matrix.astype(np.int64)
     try:  # never more than one row or column past p (an endless iterator is not listed)
         rows = [list(itertools.islice(iter(row), p + 1)) for row in itertools.islice(iter(send_matrix), p + 1)]
     except TypeError:
@@ -637,8 +636,7 @@ def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS,
             raise _too_much(spec, args, f"about {estimate:.3g} (extrapolated from smaller layouts)", max_transfers)
         if not exact:
             return int(estimate)
-        building = build_work(spec, args, buffer_bytes, every_loop)
-        if max_work is not None and building > max_work:
+        if max_work is not None and (building := build_work(spec, args, buffer_bytes, every_loop)) > max_work:
             exc = WorkLimitError(f"max_work = {max_work}: building {spec.name} {args.collective}'s schedule"
                                  f"{'s' if len(pieces) > 1 else ''} on {args.p} ranks ({len(pieces)} CCL-buffer piece"
                                  f"{'s' if len(pieces) > 1 else ''}) costs about {building:,} units "

@@ -138,7 +138,8 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
             raise bad_value("ranks", p, f"at most {MAX_ALLTOALLV_RANKS} ranks for alltoallv (its send matrix holds "
                             "p x p byte counts: hcsim.limits.MAX_ALLTOALLV_RANKS)")
         if send_matrix is None:  # uniform: the same as alltoall
-            sizes = split_bytes(int(nbytes) * p, p * p).reshape(p, p)
+            cells = split_bytes(int(nbytes) * p, p * p).reshape(p, p).tolist()
+            total = int(nbytes) * p
         else:
             sizes = np.asarray(send_matrix)
             if sizes.shape != (p, p) or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 0).any():
@@ -154,8 +155,8 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
             if -(-total // p) > MAX_SIZE_BYTES:
                 raise bad_value("send_matrix", f"a mean send buffer of {-(-total // p)} bytes",
                                 f"at most {MAX_SIZE_BYTES} bytes (1 PiB) a rank on average")
-        matrix = tuple(map(tuple, sizes.tolist()))  # Python ints
-        nbytes = -(-sum(map(sum, matrix)) // p)  # the mean send buffer, the size bandwidth is reported for
+        matrix = tuple(map(tuple, cells))
+        nbytes = -(-total // p)  # the mean send buffer, the size bandwidth is reported for
     elif send_matrix is not None:
         raise bad_value("send_matrix", "given", "only alltoallv takes a send matrix")
     return CollectiveArgs(collective, p, int(nbytes), int(root), servers, pods, matrix)

@@ -946,8 +946,7 @@ class _Compiled:
         before = routing.GROWN
         link_paths = self._search.all_shortest_paths(src, dst, MAX_PATHS)
         self._walked[(src, dst)] = sum(map(len, link_paths))
-        if routing.GROWN != before:  # (as route_many: a search that grew nothing keeps the pair's record)
-            self._note_grown(src, dst, routing.GROWN - before)
+        self._note_grown(src, dst, before)
         lat_of = self._link_lat.__getitem__
         if len(link_paths) > 1:  # fewest hops first, then the lowest latency (UB before RoCE on A3)
             lats = [sum(map(lat_of, lp)) for lp in link_paths]
@@ -985,10 +984,13 @@ class _Compiled:
         the pair, not of what was searched before: the work bound prices a search by it."""
         return self._walked.get((src, dst), 0)
 
-    def _note_grown(self, src: int, dst: int, nodes: int) -> None:
+    def _note_grown(self, src: int, dst: int, before: int) -> None:
+        """Record what the search of ``src`` -> ``dst`` just grew (``routing.GROWN`` was ``before``);
+        a search that grew nothing (its layers were kept) leaves the pair's record as it was."""
+        nodes = routing.GROWN - before
         if nodes > FREE_GROWN:
             self._grown[(src, dst)] = nodes
-        elif self._grown:
+        elif nodes and self._grown:
             self._grown.pop((src, dst), None)
 
     @property
@@ -1119,8 +1121,7 @@ class _Compiled:
             before = routing.GROWN
             link_paths = search(src, dst, MAX_PATHS)
             walked[(src, dst)] = sum(map(len, link_paths))
-            if routing.GROWN != before:
-                self._note_grown(src, dst, routing.GROWN - before)
+            self._note_grown(src, dst, before)
             lats = None
             if len(link_paths) > 1:
                 lats = [sum(map(lat_of, lp)) for lp in link_paths]
