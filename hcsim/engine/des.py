@@ -316,6 +316,57 @@ class _StepRouting:
         return ranks if self.members is None else np.searchsorted(self.members, ranks)
 
 
+def _first_come(dst: np.ndarray, here: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, int]:
+    """When each reduction ends on its destination's reduction unit, first come first served.
+
+    ``dst``, ``here`` (when each transfer's data is there and its receiver in the step) and
+    ``cost`` (its reduction's seconds) are in service order: by destination, then ``here``. A
+    reduction ends at ``max(the previous one's end, here) + cost``, its destination's previous
+    end starting at -inf. Returns the ends and how many of them were computed one by one.
+
+    The same floating-point operations in the same order for every transfer, so the same bits
+    however they are grouped: the k-th reduction of every destination at once (one numpy round
+    per k) while there are many destinations; a Python loop over the rest when a few
+    destinations reduce many transfers each (a rooted reduce), where rounds of a few entries
+    would cost more than the loop.
+
+    Examples
+    --------
+    >>> ends, looped = _first_come(np.array([0, 0, 1]), np.array([1.0, 1.5, 0.0]), np.array([1.0, 1.0, 2.0]))
+    >>> ends.tolist(), looped  # destination 0's second reduction waits for its first
+    ([2.0, 3.0, 2.0], 1)
+    """
+    n = dst.size
+    ends = np.empty(n)
+    if not n:
+        return ends, 0
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(dst[1:], dst[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    pos = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    # round k serves the k-th reduction of every destination; rounds while they serve at least
+    # _ROUND_MIN reductions each, then one by one
+    per_round = np.bincount(pos)
+    rounds = int(np.count_nonzero(per_round >= _ROUND_MIN)) or 1
+    by_pos = np.argsort(pos, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(per_round)])
+    for k in range(rounds):
+        cur = by_pos[bounds[k]:bounds[k + 1]]
+        ends[cur] = (here[cur] if k == 0 else np.maximum(ends[cur - 1], here[cur])) + cost[cur]
+    rest = by_pos[bounds[rounds]:]
+    if rest.size:  # in service order: each after its destination's previous reduction
+        rest = np.sort(rest)
+        for i in rest.tolist():
+            ends[i] = max(ends[i - 1], here[i]) + cost[i]
+    return ends, int(rest.size)
+
+
+_ROUND_MIN = 32
+"""Reductions a round of :func:`_first_come` serves at least (a round's numpy calls cost about as
+much as 32 steps of a Python loop)."""
+
+
 class _StepState:
     """Live state of one step that some rank has entered."""
 
@@ -1254,11 +1305,11 @@ class FlowSimulator:
                 here = np.maximum(arrive, enter[st.dst]) if st.eager is not None else arrive
                 q = np.flatnonzero(st.reduce_s > 0)
                 order = q[np.lexsort((q, here[q], st.dst[q]))]  # per destination, first come first served
-                free: dict[int, float] = {}
-                for i in order.tolist():
-                    d = int(st.dst[i])
-                    done[i] = max(free.get(d, -math.inf), here[i]) + st.reduce_s[i]
-                    free[d] = done[i]
+                done[order], looped = _first_come(st.dst[order], here[order], st.reduce_s[order])
+                if looped:  # a few destinations reduce many transfers each: a Python loop, priced
+                    fabric.lone_work += looped
+                    if fabric.max_work is not None:
+                        fabric.check_work(float(enter.max()))
             # when each transfer lets its sender go: once it has drained if it is eager, else done
             sent = done if st.eager is None else np.where(st.eager, drained, done)
             if rec:
