@@ -187,6 +187,10 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
     """
     _check_call(collective, algorithm, root, mode, routing, ecmp_seed, step_overhead_s, launch_overhead_s,
                 record, verify, hccl, qps, max_transfers, max_flow_updates, max_work)
+    # Python ints from here on: a numpy integer's own arithmetic wraps or overflows (np.uint8(255) + 1)
+    ecmp_seed, max_transfers, max_flow_updates = int(ecmp_seed), int(max_transfers), int(max_flow_updates)
+    qps = None if qps is None else int(qps)
+    max_work = None if max_work is None else int(max_work)
     check_progress(progress)
     topo = load_topology(topology)
     rank_nodes = topo.resolve_ranks(ranks)
@@ -508,7 +512,8 @@ class WorkBudget:
     def __init__(self, max_work: int | None, per_point: bool = False, reserved: int = 0):
         if max_work is not None and (not is_int(max_work) or max_work < 1):
             raise bad_value("max_work", max_work, "a positive integer (engine work units), or None for no bound")
-        self.max_work, self.per_point = max_work, per_point
+        self.max_work, self.per_point = None if max_work is None else int(max_work), per_point
+        max_work = self.max_work
         self.reserved = reserved if max_work is not None else 0
         if self.reserved and self.reserved >= max_work:
             raise WorkLimitError(

@@ -398,6 +398,7 @@ def ucx_rendezvous_regimes(local_Bps: float = UCX_RNDV_LOCAL_Bps, threshold: int
     local_Bps = _positive("local_Bps", local_Bps, 1e15)
     if not is_int(threshold) or not 0 < threshold <= 1 << 50:
         raise bad_value("threshold", threshold, "a whole number of bytes from 1 to 2**50")
+    threshold = int(threshold)
 
     def build(step_overhead_s: float, link_Bps: float):
         step_overhead_s, link_Bps = _send_costs(step_overhead_s, link_Bps)
@@ -442,6 +443,7 @@ def eager_send_regimes(*, eager_limit: int | None = None, eager_start: bool = Tr
     if eager_limit is not None and (not is_int(eager_limit)
                                     or not 0 < eager_limit <= 1 << 50):
         raise bad_value("eager_limit", eager_limit, "a whole number of bytes from 1 to 2**50, or None")
+    eager_limit = None if eager_limit is None else int(eager_limit)
 
     def build(step_overhead_s: float, link_Bps: float):
         step_overhead_s, link_Bps = _send_costs(step_overhead_s, link_Bps)
@@ -608,6 +610,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("max_simulations", max_simulations, "a whole number >= 1")
     if not is_int(max_work) or max_work < 1:
         raise bad_value("max_work", max_work, "a whole number >= 1")
+    max_evals, max_simulations, max_work = int(max_evals), int(max_simulations), int(max_work)
     from .validate import check_algorithm_name
 
     check_algorithm_name(algorithm)

@@ -44,8 +44,44 @@ def _save(fig, path) -> Path:
     return path
 
 
+def _check_frame(df, what: str, columns: tuple, numeric: tuple) -> None:
+    """Refuse, in one line, a ``df`` that is not the non-empty DataFrame ``what`` draws: one with
+    ``columns``, the ``numeric`` ones of numbers."""
+    from .errors import bad_value
+
+    if not isinstance(df, pd.DataFrame) or not len(df):
+        raise bad_value("df", df if not isinstance(df, pd.DataFrame) else "an empty DataFrame",
+                        f"a non-empty DataFrame as {what} returns")
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise bad_value("df", f"a DataFrame without {', '.join(missing)}", f"a DataFrame as {what} returns")
+    for c in numeric:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            raise bad_value(f"df[{c!r}]", f"a column of {df[c].dtype}", "a column of numbers")
+
+
+def _check_choice(field: str, value, allowed) -> None:
+    from .errors import bad_value
+
+    if not isinstance(value, str) or value not in allowed:
+        raise bad_value(field, value, "one of " + ", ".join(allowed))
+
+
+def _check_title(title) -> None:
+    from .errors import bad_value
+
+    if title is not None and not isinstance(title, str):
+        raise bad_value("title", title, "a str, or None for the default title")
+
+
 def plot_sweep(df: pd.DataFrame, path, metric: str = "busbw_GBps", title: str | None = None) -> Path:
-    """Plot ``metric`` against message size (log x), one line per algorithm; write ``path``."""
+    """Plot ``metric`` against message size (log x), one line per algorithm; write ``path``.
+
+    ``df`` is what :func:`hcsim.sweep` returns; ``metric`` one of its number columns (bad input is
+    a one-line :class:`~hcsim.errors.ConfigError`)."""
+    _check_choice("metric", metric, [c for c in _LABEL if c in getattr(df, "columns", ())] or list(_LABEL))
+    _check_frame(df, "hcsim.sweep", ("algorithm", "size_bytes", metric), ("size_bytes", metric))
+    _check_title(title)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for algo, part in df.groupby("algorithm", sort=False):
@@ -55,9 +91,9 @@ def plot_sweep(df: pd.DataFrame, path, metric: str = "busbw_GBps", title: str | 
         ax.set_yscale("log")
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel(_LABEL.get(metric, metric))
-    if title is None and len(df):
+    if title is None and {"collective", "ranks", "mode"} <= set(df.columns):
         first = df.iloc[0]
-        title = f"{first.collective}, {int(first.ranks)} ranks ({first['mode']})"
+        title = f"{first['collective']}, {first['ranks']} ranks ({first['mode']})"
     ax.set_title(title or "")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
@@ -87,6 +123,11 @@ def draw_topology(topo, path) -> Path:
     :class:`~hcsim.errors.ConfigError`) before anything is drawn."""
     import networkx as nx
 
+    from .errors import bad_value
+    from .topology import Topology
+
+    if not isinstance(topo, Topology):
+        raise bad_value("topo", topo, "a Topology (hcsim.load_topology or a builder)")
     check_drawable(topo, "draw")
     plt = _pyplot()
     g = topo.graph.to_undirected(as_view=False)
@@ -114,9 +155,13 @@ def draw_topology(topo, path) -> Path:
 
 def plot_select(df: pd.DataFrame, path, metric: str = "time_us") -> Path:
     """Every candidate's time (or busbw) against size, the fastest algorithm's regions shaded
-    and HCCL's choice marked."""
+    and HCCL's choice marked. ``df`` is what :func:`hcsim.select` returns; ``metric``
+    ``"time_us"`` or ``"algbw_GBps"``."""
+    _check_choice("metric", metric, ("time_us", "algbw_GBps"))
+    _check_frame(df, "hcsim.select", ("size_bytes", "best", "hccl_time_us"), ("size_bytes", "hccl_time_us"))
+    cands = [c[len("time_us["):-1] for c in df.columns if isinstance(c, str) and c.startswith("time_us[")]
+    _check_frame(df, "hcsim.select", (), tuple(f"time_us[{a}]" for a in cands))
     plt = _pyplot()
-    cands = [c[len("time_us["):-1] for c in df.columns if c.startswith("time_us[")]
     fig, ax = plt.subplots(figsize=(8, 4.6))
     cmap = plt.get_cmap("tab10")
     color = {a: cmap(i % 10) for i, a in enumerate(cands)}
@@ -129,7 +174,7 @@ def plot_select(df: pd.DataFrame, path, metric: str = "time_us") -> Path:
     edges = [sizes[0] / 2 ** 0.5] + [float((a * b) ** 0.5) for a, b in zip(sizes[:-1], sizes[1:], strict=True)] + \
         [sizes[-1] * 2 ** 0.5]
     for i, best in enumerate(df["best"]):
-        ax.axvspan(edges[i], edges[i + 1], color=color.get(best, "grey"), alpha=0.08, lw=0)
+        ax.axvspan(edges[i], edges[i + 1], color=color.get(best, "grey") if isinstance(best, str) else "grey", alpha=0.08, lw=0)
     hccl_y = df["hccl_time_us"].to_numpy() if metric == "time_us" else sizes / (df["hccl_time_us"].to_numpy() * 1e-6) / 1e9
     ax.plot(sizes, hccl_y, ls="none", marker="x", ms=7, color="black", label="HCCL's choice")
     ax.set_xscale("log", base=2)
@@ -137,7 +182,8 @@ def plot_select(df: pd.DataFrame, path, metric: str = "time_us") -> Path:
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("time (us)" if metric == "time_us" else "algorithm bandwidth (GB/s)")
     first = df.iloc[0]
-    ax.set_title(f"{first.collective}, {int(first.ranks)} ranks: candidates (shade = fastest)")
+    if {"collective", "ranks"} <= set(df.columns):
+        ax.set_title(f"{first['collective']}, {first['ranks']} ranks: candidates (shade = fastest)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     return _save(fig, path)
@@ -150,11 +196,14 @@ def plot_validation(df: pd.DataFrame, path, title: str | None = None) -> Path:
     ``df`` is what :func:`hcsim.validate.validate_measured` or
     :func:`hcsim.validate.validate_mpi` returns (``time_us``, ``predicted_us``).
     """
+    label_col = "mpi_algorithm" if "mpi_algorithm" in getattr(df, "columns", ()) else "algorithm"
+    _check_frame(df, "hcsim.validate.validate_measured", ("collective", label_col, "time_us", "predicted_us"),
+                 ("time_us", "predicted_us"))
+    _check_title(title)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 5.6))
     markers = "osD^v<>Ph*X"
     colls = list(dict.fromkeys(df["collective"]))
-    label_col = "mpi_algorithm" if "mpi_algorithm" in df.columns else "algorithm"
     algos = list(dict.fromkeys(df[label_col]))
     colours = plt.get_cmap("tab20").colors
     for (coll, algo), part in df.groupby(["collective", label_col], sort=False):

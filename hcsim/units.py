@@ -82,7 +82,11 @@ def parse_size(value, field: str = "size") -> int:
 
 
 def format_size(nbytes: int) -> str:
-    """Short binary spelling of a byte count: ``format_size(65536) == '64K'``."""
+    """Short binary spelling of a byte count: ``format_size(65536) == '64K'``; anything but a
+    whole number of bytes >= 0 is a one-line :class:`~hcsim.errors.ConfigError`."""
+    if not is_int(nbytes) or nbytes < 0:
+        raise bad_value("nbytes", nbytes, "a whole number of bytes >= 0")
+    nbytes = int(nbytes)
     for unit, mult in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):
         if nbytes >= mult and nbytes % mult == 0:
             return f"{nbytes // mult}{unit}"

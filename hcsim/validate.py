@@ -45,8 +45,10 @@ def validate_measured(measured: pd.DataFrame, topology, algorithm="auto", min_si
     check_algorithm_name(algorithm)
     if not is_int(min_size) or min_size < 0:
         raise bad_value("min_size", min_size, "a whole number of bytes >= 0")
+    min_size = int(min_size)
     check_options(kwargs, ("ranks", "max_work"), "validate_measured")  # each row sets its ranks
     budget = WorkBudget(max_work)
+    max_work = budget.max_work
     topo = load_topology(topology)
 
     def spent(i: int) -> WorkLimitError:  # the bound, taken by the rows before row i

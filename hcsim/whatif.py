@@ -425,6 +425,7 @@ def _checked(p, field: str):
             raise bad_value(f"{field}.size_bytes", p.size_bytes, "bytes from 1 to 2^50")
         if not is_int(p.repeat) or not 1 <= p.repeat <= 10_000:
             raise bad_value(f"{field}.repeat", p.repeat, "an integer from 1 to 10,000")
+        fixed["size_bytes"], fixed["repeat"] = int(p.size_bytes), int(p.repeat)
         if not isinstance(p.algorithm, str):
             raise bad_value(f"{field}.algorithm", p.algorithm, "an algorithm name or auto")
     return dataclasses.replace(p, **fixed) if fixed else p

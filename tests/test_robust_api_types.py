@@ -247,3 +247,50 @@ def test_a_numpy_factor_does_not_wrap():
     assert df["size_bytes"].tolist() == [4096]
     assert len(hcsim.sweep(builders.full_mesh(4, 10e9, 1e-6), "allreduce", sizes=(8, 64), factor=np.uint8(2),
                            algorithms=["ring"])) == 4
+
+
+@pytest.mark.parametrize("call", [
+    lambda: hcsim.sweep(ring(4, 1e9), "allgather", ("1K", "4K"), ["ring"], max_work=np.uint8(255)),
+    lambda: hcsim.select(ring(4, 1e9), "allreduce", ("1K", "4K"), max_work=np.uint8(255)),
+])
+def test_a_small_numpy_work_bound_does_not_wrap(call):
+    """A numpy integer bound is a Python int before it is spent (np.uint8(255) overflowed when the
+    sweep's budget subtracted from it): the run stops at the bound in one line, or finishes."""
+    try:
+        call()
+    except hcsim.WorkLimitError as exc:
+        assert "\n" not in str(exc) and "max_work = 255:" in str(exc)
+
+
+@pytest.mark.parametrize("value", [np.float32("nan"), np.float32("inf"), -1, 1.5, "8K", None])
+def test_format_size_takes_only_byte_counts(value):
+    from hcsim.units import format_size
+
+    with pytest.raises(ConfigError, match="^nbytes = .*a whole number of bytes >= 0$"):
+        format_size(value)
+    assert format_size(np.uint8(255)) == "255" and format_size(np.int64(1 << 30)) == "1G"
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda p, df: hcsim.plot.plot_sweep([None], p), "df"),
+    (lambda p, df: hcsim.plot.plot_sweep(df.iloc[:0], p), "df"),
+    (lambda p, df: hcsim.plot.plot_sweep(df, p, metric=np.zeros(2)), "metric"),
+    (lambda p, df: hcsim.plot.plot_sweep(df, p, metric="size_bytes"), "metric"),
+    (lambda p, df: hcsim.plot.plot_sweep(df, p, title=np.zeros((2, 2))), "title"),
+    (lambda p, df: hcsim.plot.plot_sweep(df.drop(columns="algorithm"), p), "df"),
+    (lambda p, df: hcsim.plot.plot_sweep(df.assign(busbw_GBps="x"), p), "df['busbw_GBps']"),
+    (lambda p, df: hcsim.plot.plot_select(df, p), "df"),
+    (lambda p, df: hcsim.plot.plot_select({}, p), "df"),
+    (lambda p, df: hcsim.plot.plot_validation(df, p), "df"),
+    (lambda p, df: hcsim.plot.plot_validation(None, p), "df"),
+    (lambda p, df: hcsim.plot.draw_topology("ring", p), "topo"),
+])
+def test_the_plots_refuse_what_they_cannot_draw_in_one_line(tmp_path, call, field):
+    """The drawing layer is public too: a list, an empty or wrong DataFrame, an array as metric or
+    title, a name for a Topology raised AttributeError / KeyError / ValueError before."""
+    df = hcsim.sweep(ring(4, 1e9), "allgather", ("1K", "4K"), ["ring"])
+    with pytest.raises(ConfigError) as info:
+        call(tmp_path / "x.png", df)
+    msg = str(info.value)
+    assert "\n" not in msg and msg.startswith(f"{field} = ")
+    assert not (tmp_path / "x.png").exists()
