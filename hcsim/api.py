@@ -868,6 +868,12 @@ def _too_much(spec, args, estimate: str, max_transfers: int) -> WorkLimitError:
 def rank_layout(topo, rank_nodes) -> tuple[tuple, tuple]:
     """Ranks per server and servers per pod, from the NPUs' coordinates; ``((), ())`` when the
     ranks of a server (or the servers of a pod) are not consecutive."""
+    from .topology import Topology
+
+    if not isinstance(topo, Topology):
+        raise bad_value("topo", topo, "a Topology (hcsim.load_topology or a builder)")
+    if not isinstance(rank_nodes, (list, tuple)):
+        raise bad_value("rank_nodes", rank_nodes, "a list of the topology's NPU names, one per rank")
     specs = topo._npus_and_specs()[1]
     try:
         keys = [(specs[n].pod, specs[n].server) for n in rank_nodes]

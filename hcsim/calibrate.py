@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import numbers
 
 import numpy as np
 import pandas as pd
@@ -37,12 +36,26 @@ LOG_SCALE_BOUND = 40.0
 point constrains cannot drift to an overflow)."""
 
 
+def _check_topology(topo) -> None:
+    from .topology import Topology
+
+    if not isinstance(topo, Topology):
+        raise bad_value("topo", topo, "a Topology (hcsim.load_topology or a builder)")
+
+
 def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float = 1.0, launch_overhead_s=None):
     """A copy of ``topo`` with each tier's links scaled by ``tier_scale[tier]``, the per-step
     overhead set to ``step_overhead_s`` and every launch overhead (the default and the
     per-collective ones) scaled by ``launch_scale`` (or the default set to
     ``launch_overhead_s``); everything else in its defaults (message regimes, expansion
     modes) is kept."""
+    _check_topology(topo)
+    if not isinstance(tier_scale, dict) or not all(is_real(v) and 0 < v < 1e30 for v in tier_scale.values()):
+        raise bad_value("tier_scale", tier_scale, "a dict of tier name -> rate factor > 0")
+    step_overhead_s = _seconds("step_overhead_s", step_overhead_s)
+    launch_scale = _positive("launch_scale", launch_scale)
+    if launch_overhead_s is not None:
+        launch_overhead_s = _seconds("launch_overhead_s", launch_overhead_s)
     out = topo.copy()
     for _, _, d in out.graph.edges(data=True):
         s = d["spec"]
@@ -133,6 +146,13 @@ def _positive(name: str, value, upper: float = 1e30) -> float:
     return float(value)
 
 
+def _seconds(name: str, value, upper: float = 1e6) -> float:
+    """``value`` as seconds in [0, upper], or a one-line error naming ``name``."""
+    if not is_real(value) or not 0 <= float(value) <= upper:
+        raise bad_value(name, value, f"seconds from 0 to {upper:g}")
+    return float(value)
+
+
 def with_rank_reduce(topo, ratio: float):
     """``topo`` with every NPU's ``reduce_Bps`` set to ``ratio`` times the rate of its own
     link (the slowest link leaving it), in place; returns it. A CPU rank's link stands for its
@@ -146,6 +166,7 @@ def with_rank_reduce(topo, ratio: float):
     >>> t.npu_spec(t.npus[0]).reduce_Bps
     4000000000.0
     """
+    _check_topology(topo)
     ratio = _positive("rank_reduce_ratio", ratio, 1e3)
     g = topo.graph
     for n, d in g.nodes(data=True):
@@ -160,6 +181,9 @@ def with_rank_reduce(topo, ratio: float):
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
+    _check_topology(topo)
+    factor = _positive("factor", factor)
+    step_overhead_s = _seconds("step_overhead_s", step_overhead_s)
     out = topo.copy()
     for _, _, d in out.graph.edges(data=True):
         s = d["spec"]
@@ -230,6 +254,8 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
 
     if not is_real(ll_efficiency) or not 0 < ll_efficiency < 1:
         raise bad_value("ll_efficiency", ll_efficiency, "a number between 0 and 1 (LL's share of Simple's rate)")
+    if not isinstance(hop, str) or hop not in NCCL_SIMPLE_LATENCY_RATIO:
+        raise unknown_name("hop", hop, NCCL_SIMPLE_LATENCY_RATIO)
     r, e = NCCL_SIMPLE_LATENCY_RATIO[hop], float(ll_efficiency)
 
     def build(step_overhead_s: float, link_Bps: float):
@@ -621,8 +647,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if not isinstance(fixed_cost, str) or fixed_cost not in ("step", "launch") \
             or (fixed_cost == "launch" and fit != "bottleneck"):
         raise bad_value("fixed_cost", fixed_cost, "step or launch; launch only with fit='bottleneck'")
-    if rank_reduce_ratio is not None and (fit != "bottleneck" or isinstance(rank_reduce_ratio, bool)
-                                          or not isinstance(rank_reduce_ratio, numbers.Real)
+    if rank_reduce_ratio is not None and (fit != "bottleneck" or not is_real(rank_reduce_ratio)
                                           or not 1e-3 <= rank_reduce_ratio <= 1e3):
         raise bad_value("rank_reduce_ratio", rank_reduce_ratio,
                         "a number from 1e-3 to 1e3 (the ranks' reduction rate over their link rate), with "

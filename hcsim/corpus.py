@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import is_int
+from .errors import bad_value, check_frame, is_int, is_real
 
 MIB = 1 << 20
 AGREEMENT_MARGIN = 0.10
@@ -60,7 +60,15 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
     from .backends import load_measured
     from .backends.readers import MeasuredAlgorithmWarning
 
+    if not isinstance(root, (str, Path)):
+        raise bad_value("root", root, "the corpus folder (a str or Path holding corpus.yaml)")
     root = Path(root)
+    try:
+        found = (root / "corpus.yaml").is_file()
+    except (OSError, ValueError):  # a name too long, a NUL in it
+        found = False
+    if not found:
+        raise bad_value("root", str(root), "a folder holding corpus.yaml")
     systems: dict[str, dict] = {}
     for e in yaml.safe_load((root / "corpus.yaml").read_text()):
         if not e.get("topology"):
@@ -106,6 +114,8 @@ def calibration_points(measured: pd.DataFrame) -> list[int]:
     >>> calibration_points(df)
     [0, 2]
     """
+    check_frame(measured, "hcsim.backends.load_measured", ("collective", "size_bytes"), ("size_bytes",),
+                field="measured")
     first = measured.iloc[0]
     same = measured["collective"] == first["collective"]
     for col in ("algorithm", "ranks"):
@@ -122,6 +132,16 @@ def _summary(err: pd.Series) -> tuple[float, float]:
     if not len(a):
         return float("nan"), float("nan")
     return float(a.median()), float(a.quantile(0.9))
+
+
+def _check_rule_call(collective, size_bytes, ranks) -> None:
+    from .algorithms.registry import check_collective
+
+    check_collective(collective)
+    if not is_int(size_bytes) or size_bytes < 0:
+        raise bad_value("size_bytes", size_bytes, "a whole number of bytes >= 0")
+    if not is_int(ranks) or ranks < 1:
+        raise bad_value("ranks", ranks, "a whole number of ranks >= 1")
 
 
 def open_mpi_fixed_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
@@ -146,6 +166,7 @@ def open_mpi_fixed_rule(collective: str, size_bytes: int, ranks: int) -> str | N
     >>> open_mpi_fixed_rule("alltoall", 8 * 100, 8)
     'mesh'
     """
+    _check_rule_call(collective, size_bytes, ranks)
     if collective == "allreduce":
         return "rd" if size_bytes < 10000 else "ring"
     if collective == "allgather":
@@ -185,6 +206,7 @@ def mpich_default_rule(collective: str, size_bytes: int, ranks: int) -> str | No
     >>> [mpich_default_rule("alltoall", 64 * n, 64) for n in (256, 32768, 65536)]
     ['bruck', 'mesh', 'pairwise']
     """
+    _check_rule_call(collective, size_bytes, ranks)
     if collective == "allreduce":
         return "rd" if size_bytes <= 2048 else "rabenseifner"
     if collective == "allgather":
@@ -224,6 +246,7 @@ def rccl_msccl_rule(collective: str, size_bytes: int, ranks: int, element_bytes:
     >>> rccl_msccl_rule("allreduce", 1024, 16) is None
     True
     """
+    _check_rule_call(collective, size_bytes, ranks)
     from .calibrate import MSCCL_ALLPAIRS_CHUNKS
 
     if collective != "allreduce" or ranks != 8:
@@ -335,7 +358,7 @@ def with_network_latency(topology, one_way_s: float):
     from .topology.io import load_topology
     from .topology.spec import LinkSpec
 
-    if not (one_way_s == 0 or _positive("one_way_s", one_way_s, 1.0)):
+    if not is_real(one_way_s) or not (one_way_s == 0 or _positive("one_way_s", one_way_s, 1.0)):
         raise bad_value("one_way_s", one_way_s, "seconds, from 0 to 1")
     out = load_topology(topology).copy()
     g = out.graph

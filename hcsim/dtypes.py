@@ -207,6 +207,8 @@ def inline_reduce_supported(product, dtype, reduce_op="sum") -> bool:
     (False, True)
     """
     d, o = parse_dtype(dtype), parse_reduce_op(reduce_op)
+    if product is not None and not isinstance(product, str):
+        raise bad_value("product", product, "a product name such as 910B (a str), or None")
     if product not in INLINE_REDUCE:
         return True
     o = "sum" if o == "avg" else o
@@ -225,9 +227,14 @@ def check_supported(collective: str, dtype, reduce_op="sum", product=None) -> No
     ...
     hcsim.errors.ConfigError: reduce_op = 'prod': HCCL on 910B does not take prod with bf16; prod takes int8, int32, int64, fp16, fp32
     """
+    from .algorithms.registry import check_collective
+
+    check_collective(collective)
     d, o = parse_dtype(dtype), parse_reduce_op(reduce_op)
     if product is None:
         return
+    if not isinstance(product, str):
+        raise bad_value("product", product, "a product name such as 910B (a str), or None")
     if collective in REDUCING_COLLECTIVES:
         allowed = PRODUCT_REDUCE_DTYPES.get(product)
         if allowed is not None and d not in allowed:
@@ -240,6 +247,14 @@ def check_supported(collective: str, dtype, reduce_op="sum", product=None) -> No
         raise bad_value("dtype", dtype, f"HCCL on {product} takes bfp16 only on A2/A3 (910B, 910_93)")
 
 
+def _check_call(collective, p) -> None:
+    from .algorithms.registry import check_collective
+
+    check_collective(collective)
+    if not is_int(p) or p < 1:
+        raise bad_value("p", p, "the ranks, a whole number >= 1")
+
+
 def size_from_count(collective: str, count, dtype, p: int) -> int:
     """Bytes (nccl-tests' convention) of a call of ``count`` elements of ``dtype`` on ``p``
     ranks: count x element size, times p where the size is count x ranks (allgather,
@@ -250,6 +265,7 @@ def size_from_count(collective: str, count, dtype, p: int) -> int:
     >>> size_from_count("allreduce", 1024, "fp16", 8), size_from_count("allgather", 1024, "fp16", 8)
     (2048, 16384)
     """
+    _check_call(collective, p)
     if not is_int(count) or count < 1:
         raise bad_value("count", count, "a whole number of elements >= 1")
     return int(count) * element_size(dtype) * (p if collective in COUNT_TIMES_RANKS else 1)
@@ -268,6 +284,10 @@ def check_elements(collective: str, nbytes: int, dtype, p: int) -> int:
     ...
     hcsim.errors.ConfigError: size = 3: allgather of int8 on 8 ranks needs a multiple of 8 bytes (1 B x 8 ranks): a whole number of elements per rank
     """
+    _check_call(collective, p)
+    if not is_int(nbytes) or nbytes < 0:
+        raise bad_value("size", nbytes, "a whole number of bytes >= 0")
+    nbytes, p = int(nbytes), int(p)
     e = element_size(dtype)
     d = parse_dtype(dtype)
     unit = e * (p if collective in COUNT_TIMES_RANKS else 1)

@@ -90,3 +90,28 @@ def is_real(value) -> bool:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     return getattr(getattr(value, "dtype", None), "kind", "f") in "iuf"
+
+
+def check_frame(df, what: str, columns=(), numeric=(), field: str = "df", empty_ok: bool = False) -> None:
+    """Refuse, in one line, a ``df`` that is not the DataFrame ``what`` returns: one with
+    ``columns`` (and rows, unless ``empty_ok``), the ``numeric`` ones of numbers (the report and
+    drawing layers read such frames, and a user may hand them anything).
+
+    >>> import pandas as pd
+    >>> check_frame(pd.DataFrame({"size_bytes": [8]}), "hcsim.sweep", ("size_bytes",), ("size_bytes",))
+    >>> check_frame([1], "hcsim.sweep")
+    Traceback (most recent call last):
+    ...
+    hcsim.errors.ConfigError: df = [1]: a non-empty DataFrame as hcsim.sweep returns
+    """
+    import pandas as pd
+
+    if not isinstance(df, pd.DataFrame) or not (len(df) or empty_ok):
+        raise bad_value(field, df if not isinstance(df, pd.DataFrame) else "an empty DataFrame",
+                        f"a {'' if empty_ok else 'non-empty '}DataFrame as {what} returns")
+    missing = [str(c) for c in columns if c not in df.columns]
+    if missing:
+        raise bad_value(field, f"a DataFrame without {', '.join(missing)}", f"a DataFrame as {what} returns")
+    for c in numeric:
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            raise bad_value(f"{field}[{c!r}]", f"a column of {df[c].dtype}", "a column of numbers")

@@ -239,12 +239,17 @@ def best_workload(topology, workload, *, budget=None, **options):
     """
     import dataclasses
 
-    from .api import rank_layout
+    from .api import WorkBudget, rank_layout
+    from .errors import bad_value
     from .hccl.selection import candidates
     from .topology.io import load_topology
     from .workload import Collective, Workload, run
 
     topo = load_topology(topology)
+    if not isinstance(workload, Workload):
+        raise bad_value("workload", workload, "an hcsim.workload.Workload")
+    if budget is not None and not isinstance(budget, WorkBudget):
+        raise bad_value("budget", budget, "an hcsim.api.WorkBudget (one work bound for the job), or None")
     race_opts = {k: v for k, v in options.items() if k not in ("speed", "start_s")}  # compute only
     chosen: dict = {}
     choices = []

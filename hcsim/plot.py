@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .errors import check_frame
+
 _LABEL = {"busbw_GBps": "bus bandwidth (GB/s)", "algbw_GBps": "algorithm bandwidth (GB/s)",
           "time_us": "time (us)"}
 
@@ -44,22 +46,6 @@ def _save(fig, path) -> Path:
     return path
 
 
-def _check_frame(df, what: str, columns: tuple, numeric: tuple) -> None:
-    """Refuse, in one line, a ``df`` that is not the non-empty DataFrame ``what`` draws: one with
-    ``columns``, the ``numeric`` ones of numbers."""
-    from .errors import bad_value
-
-    if not isinstance(df, pd.DataFrame) or not len(df):
-        raise bad_value("df", df if not isinstance(df, pd.DataFrame) else "an empty DataFrame",
-                        f"a non-empty DataFrame as {what} returns")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise bad_value("df", f"a DataFrame without {', '.join(missing)}", f"a DataFrame as {what} returns")
-    for c in numeric:
-        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
-            raise bad_value(f"df[{c!r}]", f"a column of {df[c].dtype}", "a column of numbers")
-
-
 def _check_choice(field: str, value, allowed) -> None:
     from .errors import bad_value
 
@@ -80,7 +66,7 @@ def plot_sweep(df: pd.DataFrame, path, metric: str = "busbw_GBps", title: str | 
     ``df`` is what :func:`hcsim.sweep` returns; ``metric`` one of its number columns (bad input is
     a one-line :class:`~hcsim.errors.ConfigError`)."""
     _check_choice("metric", metric, [c for c in _LABEL if c in getattr(df, "columns", ())] or list(_LABEL))
-    _check_frame(df, "hcsim.sweep", ("algorithm", "size_bytes", metric), ("size_bytes", metric))
+    check_frame(df, "hcsim.sweep", ("algorithm", "size_bytes", metric), ("size_bytes", metric))
     _check_title(title)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -158,9 +144,9 @@ def plot_select(df: pd.DataFrame, path, metric: str = "time_us") -> Path:
     and HCCL's choice marked. ``df`` is what :func:`hcsim.select` returns; ``metric``
     ``"time_us"`` or ``"algbw_GBps"``."""
     _check_choice("metric", metric, ("time_us", "algbw_GBps"))
-    _check_frame(df, "hcsim.select", ("size_bytes", "best", "hccl_time_us"), ("size_bytes", "hccl_time_us"))
+    check_frame(df, "hcsim.select", ("size_bytes", "best", "hccl_time_us"), ("size_bytes", "hccl_time_us"))
     cands = [c[len("time_us["):-1] for c in df.columns if isinstance(c, str) and c.startswith("time_us[")]
-    _check_frame(df, "hcsim.select", (), tuple(f"time_us[{a}]" for a in cands))
+    check_frame(df, "hcsim.select", (), tuple(f"time_us[{a}]" for a in cands))
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.6))
     cmap = plt.get_cmap("tab10")
@@ -197,7 +183,7 @@ def plot_validation(df: pd.DataFrame, path, title: str | None = None) -> Path:
     :func:`hcsim.validate.validate_mpi` returns (``time_us``, ``predicted_us``).
     """
     label_col = "mpi_algorithm" if "mpi_algorithm" in getattr(df, "columns", ()) else "algorithm"
-    _check_frame(df, "hcsim.validate.validate_measured", ("collective", label_col, "time_us", "predicted_us"),
+    check_frame(df, "hcsim.validate.validate_measured", ("collective", label_col, "time_us", "predicted_us"),
                  ("time_us", "predicted_us"))
     _check_title(title)
     plt = _pyplot()

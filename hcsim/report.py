@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .errors import bad_value, check_frame
+
 HEADER = ("data_size(Bytes):", "aveg_time(us):", "alg_bandwidth(GB/s):", "bus_bandwidth(GB/s):")
+_SWEEP_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps")
 
 
 def format_rows(df: pd.DataFrame) -> list[str]:
     """hccl_test-style lines for one algorithm's rows of a sweep DataFrame."""
+    check_frame(df, "hcsim.sweep", _SWEEP_COLUMNS, _SWEEP_COLUMNS, empty_ok=True)
     lines = [_line(HEADER)]
     for row in df.itertuples(index=False):
         if row.time_us != row.time_us:  # NaN: refused by a work bound
@@ -27,6 +31,10 @@ def _line(cells, header=HEADER) -> str:
 
 def format_sweep(df: pd.DataFrame, topology: str) -> str:
     """One block per algorithm, then the fastest algorithm per size."""
+    check_frame(df, "hcsim.sweep", ("algorithm", "collective", "ranks", "mode") + _SWEEP_COLUMNS, _SWEEP_COLUMNS,
+                empty_ok=True)
+    if not isinstance(topology, str):
+        raise bad_value("topology", topology, "the topology's name (a str)")
     out = []
     for algo, part in df.groupby("algorithm", sort=False):
         ran = part[part["time_us"].notna()]
@@ -61,7 +69,10 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
 
 def format_select(df: pd.DataFrame) -> str:
     """The selection study as a table: HCCL's choice, the best, every candidate, crossovers."""
-    cands = [c[len("time_us["):-1] for c in df.columns if c.startswith("time_us[")]
+    check_frame(df, "hcsim.select", ("size_bytes", "collective", "ranks", "hccl_choice", "hccl_time_us", "best",
+                                     "best_time_us", "slowdown"), ("size_bytes", "hccl_time_us", "best_time_us", "slowdown"))
+    cands = [c[len("time_us["):-1] for c in df.columns if isinstance(c, str) and c.startswith("time_us[")]
+    check_frame(df, "hcsim.select", (), [f"time_us[{c}]" for c in cands])
     first = df.iloc[0]
     out = [f"# {first.collective} on {df.attrs.get('topology', '?')}: {int(first.ranks)} ranks, "
            f"mode {df.attrs.get('mode', 'des')}; times in us"]

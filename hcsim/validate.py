@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from .api import WorkBudget, check_options, simulate
-from .errors import HcsimError, WorkLimitError, bad_value, is_int
+from .errors import HcsimError, WorkLimitError, bad_value, check_frame, is_int, is_real
 from .limits import MAX_WORK, WORK_PER_MEASURED_ROW
 from .topology.io import load_topology
 
@@ -164,6 +164,7 @@ def row_algorithm(row, algorithm="auto"):
 def agreement_summary(agree: pd.DataFrame) -> dict:
     """``fastest`` (the :func:`fastest_agreement` table), ``fastest_agreement`` ("agreed/clear")
     and ``fastest_agreement_separated`` (the same over the separated clear cases)."""
+    check_frame(agree, "hcsim.validate.fastest_agreement", ("agree", "separated"), field="agree", empty_ok=True)
     sep = agree[agree.separated == True]  # noqa: E712 (None where there are no rounds)
     return {"fastest": agree, "fastest_agreement": f"{sum(agree.agree)}/{len(agree)}",
             "fastest_agreement_separated": f"{sum(sep.agree)}/{len(sep)}"}
@@ -178,6 +179,9 @@ def fastest_line(attrs: dict) -> str:
 def error_summary(df: pd.DataFrame, min_size: int = 0) -> dict:
     """``median_abs_error``, ``p90_abs_error`` and ``points`` over the rows of at least
     ``min_size`` bytes (NaN when there are none)."""
+    check_frame(df, "hcsim.validate.validate_measured", ("size_bytes", "error"), ("size_bytes", "error"), empty_ok=True)
+    if not is_int(min_size) or min_size < 0:
+        raise bad_value("min_size", min_size, "a whole number of bytes >= 0")
     sel = df[df["size_bytes"] >= min_size]["error"].abs()
     nan = float("nan")
     return {"median_abs_error": float(sel.median()) if len(sel) else nan,
@@ -185,16 +189,22 @@ def error_summary(df: pd.DataFrame, min_size: int = 0) -> dict:
 
 
 def format_validation(df: pd.DataFrame) -> str:
+    """The validation's rows as a text table, then its summary lines (from ``df.attrs``)."""
+    check_frame(df, "hcsim.validate.validate_measured", ("time_us", "predicted_us", "error"), ("error",),
+                empty_ok=True)
     keep = [c for c in ("case", "collective", "ranks", "size_bytes", "mpi_algorithm", "algorithm", "time_us",
                         "predicted_us", "error") if c in df.columns]
     out = df[keep].rename(columns={"time_us": "measured_us"}).copy()
     out["error"] = (out["error"] * 100).map(lambda x: f"{x:+.1f}%")
     text = out.to_string(index=False, float_format=lambda x: f"{x:.2f}")
     a = df.attrs
-    fastest = fastest_line(a) + "\n" if "fastest_agreement" in a else ""
+    fastest = fastest_line(a) + "\n" if "fastest_agreement" in a and "fastest_agreement_separated" in a else ""
+    keys = ("points", "median_abs_error", "p90_abs_error")
+    # the summary the validation kept (over its min_size); a frame made by hand: its rows' own
+    s = {k: a[k] for k in keys} if all(is_real(a.get(k)) for k in keys) else error_summary(df)
     return (f"# predicted vs measured on {a.get('topology')}\n{text}\n"
-            f"# {a['points']} points: median |error| {100 * a['median_abs_error']:.1f}%, "
-            f"90th percentile {100 * a['p90_abs_error']:.1f}%\n{fastest}")
+            f"# {s['points']} points: median |error| {100 * s['median_abs_error']:.1f}%, "
+            f"90th percentile {100 * s['p90_abs_error']:.1f}%\n{fastest}")
 
 
 def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
@@ -215,7 +225,11 @@ def fastest_agreement(df: pd.DataFrame, margin: float = 0.15) -> pd.DataFrame:
     >>> fastest_agreement(df)[["measured_fastest", "predicted_fastest", "agree"]].values.tolist()
     [['ring', 'ring', True]]
     """
-    key = "mpi_algorithm" if "mpi_algorithm" in df.columns else "algorithm"
+    key = "mpi_algorithm" if "mpi_algorithm" in getattr(df, "columns", ()) else "algorithm"
+    check_frame(df, "hcsim.validate.validate_measured", ("collective", "size_bytes", key, "time_us", "predicted_us"),
+                ("size_bytes", "time_us", "predicted_us"), empty_ok=True)
+    if not is_real(margin) or not 0 <= margin <= 100:
+        raise bad_value("margin", margin, "a fraction >= 0 (0.15: the winner 15% faster), at most 100")
     rows = []
     for (coll, size), g in df.groupby(["collective", "size_bytes"]):
         if len(g) < 2:

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ScheduleError, is_int
+from ..errors import ScheduleError, bad_value, is_int
+from ..limits import MAX_SIZE_BYTES
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "scatter", "gather",
                "alltoall", "alltoallv", "sendrecv")
@@ -136,20 +137,28 @@ def make_step(src, dst, nbytes, reduce, chunk_lo, chunk_hi) -> Step:
     """Build a Step, broadcasting scalars and fixing dtypes."""
     # Arrays already of the right dtype and length are kept as they are (not copied), so
     # steps that share their rank arrays let the engine reuse their routing.
-    src = np.asarray(src, dtype=np.int64)
-    n = src.shape[0] if src.ndim else 1
-
-    def arr(x, dtype):
-        x = np.asarray(x, dtype=dtype)
-        if x.shape != (n,):
-            return np.broadcast_to(x, (n,))
+    def arr(x, dtype, field):
+        try:
+            x = np.asarray(x, dtype=dtype)
+            if x.shape != (n,):
+                return np.broadcast_to(x, (n,))
+        except (TypeError, ValueError, OverflowError):  # not numbers, or not one per transfer
+            raise bad_value(f"step.{field}", x, f"{'True/False' if dtype is bool else 'integers'}, one per "
+                            f"transfer ({n}) or one for all") from None
         x.flags.writeable = False  # the engine caches routing by array identity: no mutation after
         return x
 
-    src = arr(src, np.int64)
+    try:
+        src = np.asarray(src, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise bad_value("step.src", src, "rank numbers, one per transfer") from None
+    if src.ndim > 1:
+        raise bad_value("step.src", src, "rank numbers, one per transfer")
+    n = src.shape[0] if src.ndim else 1
+    src = arr(src, np.int64, "src")
 
-    return Step(src, arr(dst, np.int64), arr(nbytes, np.int64), arr(reduce, bool),
-                arr(chunk_lo, np.int64), arr(chunk_hi, np.int64))
+    return Step(src, arr(dst, np.int64, "dst"), arr(nbytes, np.int64, "nbytes"), arr(reduce, bool, "reduce"),
+                arr(chunk_lo, np.int64, "chunk_lo"), arr(chunk_hi, np.int64, "chunk_hi"))
 
 
 def make_message_step(src, dst, nbytes, reduce, expand: Callable[[], Step]) -> Step:
@@ -258,8 +267,17 @@ class Schedule:
         return self.args.p
 
 
+MAX_SPLIT_PARTS = 1 << 26
+"""Most pieces :func:`split_bytes` cuts a size into (an array of 512 MB)."""
+
+
 def split_bytes(nbytes: int, parts: int) -> np.ndarray:
     """Cut ``nbytes`` into ``parts`` chunk sizes differing by at most one byte."""
+    if not is_int(nbytes) or not 0 <= nbytes <= MAX_SIZE_BYTES:
+        raise bad_value("nbytes", nbytes, f"a whole number of bytes from 0 to {MAX_SIZE_BYTES}")
+    if not is_int(parts) or not 1 <= parts <= MAX_SPLIT_PARTS:
+        raise bad_value("parts", parts, f"a whole number from 1 to {MAX_SPLIT_PARTS}")
+    parts = int(parts)
     base, extra = divmod(int(nbytes), int(parts))
     sizes = np.full(parts, base, dtype=np.int64)
     sizes[:extra] += 1

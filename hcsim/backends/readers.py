@@ -120,6 +120,8 @@ def detect_format(text: str) -> str | None:
     >>> detect_format("# OSU MPI Allreduce Latency Test\\n# Size  Avg Latency(us)\\n4   1.8\\n")
     'table'
     """
+    if not isinstance(text, str):
+        raise bad_value("text", text, "a str (the tool's output; load_measured reads a file)")
     first = None
     table = False
     commas = 0  # data lines after the first holding a comma: a CSV's rows do, a table's never
@@ -312,10 +314,11 @@ def hcsim_algorithm(collective: str, name: str) -> str | None:
     >>> hcsim_algorithm("allreduce", "basic_linear") is None
     True
     """
-    from ..algorithms.registry import algorithms_for
+    from ..algorithms.registry import algorithms_for, check_collective
     from ..hccl.algo_env import HCSIM_NAME
     from .mpi import MPI_ALGORITHMS
 
+    check_collective(collective)
     if not isinstance(name, str):
         return None
     known = algorithms_for(collective) if collective in COLLECTIVES else []

@@ -67,8 +67,12 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
     from ..api import WorkBudget, simulate
     from ..topology.io import load_topology
 
-    if binary not in BINARIES:
+    if not isinstance(binary, str) or binary not in BINARIES:
         raise unknown_name("hccl_test binary", binary, BINARIES)
+    if not isinstance(dtype, str):
+        raise unknown_name("-d", dtype, DTYPES)
+    if not isinstance(op, str):
+        raise unknown_name("-o", op, OPS)
     if dtype not in DTYPES and not (isinstance(dtype, str) and dtype.lower() in ("float16", "float32", "float64",
                                                                                  "bfloat16", "bf16")):
         raise unknown_name("-d", dtype, DTYPES)

@@ -11,14 +11,13 @@ op-by-op HOST-mode rule is used.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..algorithms.hierarchy import THREE_LEVEL, resolve
 from ..algorithms.registry import REGISTRY
-from ..errors import ConfigError, bad_value
+from ..errors import ConfigError, bad_value, is_int
 from ..limits import MAX_SIZE_BYTES
 from ..topology.model import EXPANSION_MODES
 from .algo_env import HCSIM_NAME, HcclAlgo
@@ -86,7 +85,7 @@ class HcclConfig:
         # numpy integers and booleans are taken and stored as Python ones (the config is hashed
         # and printed); floats, strings and bools-for-numbers are not
         def whole(value):
-            return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+            return is_int(value)  # not a bool, not a numpy timedelta
 
         b = self.buffer_bytes
         if not (whole(b) and 1 <= b <= MAX_SIZE_BYTES):
