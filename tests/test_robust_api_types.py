@@ -355,9 +355,6 @@ def test_the_helpers_a_notebook_calls_refuse_bad_input_in_one_line(call, field):
 def test_the_judges_pilot_findings_are_one_line(call, field):
     """The tenth session's judge (its pilot, numpy and other odd values at one parameter of each
     public function): AttributeError, TypeError and ValueError escaped these."""
-    import hcsim.hccl.hccl_test
-    import hcsim.hccl.selection
-    import hcsim.plan
 
     with pytest.raises(ConfigError) as info:
         call()

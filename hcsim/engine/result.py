@@ -114,7 +114,17 @@ def link_table(net, path_bytes, time_s: float) -> pd.DataFrame:
     per_path = np.zeros(len(mat))
     for b in path_bytes:
         per_path[: b.size] += b
-    res_bytes = np.bincount(mat.ravel(), weights=np.repeat(per_path, mat.shape[1]), minlength=pad + 1)
+    # summed over the paths in an order fixed by what they cross, not by their ids: the ids follow
+    # the order the topology first routed them in, which depends on what ran on it before, and a
+    # float sum's last bits on its order (a rerun on a used topology differed by 1.8e-15 bytes)
+    used = np.flatnonzero(per_path)
+    rows = mat[used]
+    key = np.zeros(used.size, dtype=np.uint64)
+    for j in range(rows.shape[1]):  # a hash of each path's links, wrapping (deterministic everywhere)
+        key = key * np.uint64(1_000_003) + rows[:, j].astype(np.uint64)
+    order = np.lexsort((used, key))
+    res_bytes = np.bincount(rows[order].ravel(), weights=np.repeat(per_path[used][order], mat.shape[1]),
+                            minlength=pad + 1)
     link_bytes = res_bytes[:nl]
     return pd.DataFrame({
         "src": [u for u, _ in net.links], "dst": [v for _, v in net.links],
