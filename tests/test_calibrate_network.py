@@ -57,3 +57,11 @@ def test_network_fit_is_checked():
         calibrate(single_switch(4, 10e9, npus_per_server=4), pts, fit="bottleneck", fixed_cost="network")
     with pytest.raises(HcsimError, match=r"fixed_cost = 'latency': step, launch or network"):
         calibrate(base, pts, fit="bottleneck", fixed_cost="latency")
+
+
+def test_corpus_network_fit_flag_is_checked():
+    from hcsim.corpus import load_corpus, validate_system
+
+    system = load_corpus()[0]
+    with pytest.raises(HcsimError, match=r"network_fit = 'yes': True or False"):
+        validate_system(system, network_fit="yes")
