@@ -33,13 +33,17 @@ def main(argv=None) -> int:
     ap.add_argument("--network-latency", action="store_true",
                     help="put each MPI system's published two-node ping-pong latency (corpus.yaml pingpong_us) on the "
                          "links between its nodes before the fit (docs/validation.md change 30; not the table's default)")
+    ap.add_argument("--network-fit", action="store_true",
+                    help="on the MPI systems fit a latency on the links between nodes in place of the per-step "
+                         "overhead (calibrate fixed_cost='network'; docs/validation.md change 32)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
         df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}),
                              **({"algorithm": args.algorithm} if args.algorithm else {}),
-                             **({"network_latency": True} if args.network_latency else {}))
+                             **({"network_latency": True} if args.network_latency else {}),
+                             **({"network_fit": True} if args.network_fit else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0
@@ -50,8 +54,9 @@ def main(argv=None) -> int:
           f"(p90 {100 * o['p90_1mib']:.1f}%)")
     for system, rep in df.attrs["reports"].items():
         scale = ", ".join(f"{t} x{s:.3g}" for t, s in {**rep["tier_bandwidth_scale"], **rep["link_scale"]}.items())
+        net = f", network {rep['network_latency_us']:.3g} us a link" if "network_latency_us" in rep else ""
         print(f"# {system[:60]}: {scale}; step {rep['step_overhead_us']:.3g} us, "
-              f"launch {rep['launch_overhead_us']:.3g} us")
+              f"launch {rep['launch_overhead_us']:.3g} us{net}")
     if args.rows:
         with pd.option_context("display.width", 200, "display.max_rows", None):
             for system, rows in df.attrs["rows"].items():

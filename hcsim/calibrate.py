@@ -85,6 +85,73 @@ def rank_link_classes(topo) -> set[tuple[str, float]]:
             if g.nodes[u].get("kind") == "npu" or g.nodes[v].get("kind") == "npu"}
 
 
+NETWORK_LINK_WORK = 2_000_000_000
+"""Most rank-pair x link tests :func:`network_links` makes (ranks squared times links): about ten
+seconds of numpy; the corpus's largest MPI topology (288 ranks, 592 links) needs 49 million."""
+
+
+def network_links(topo) -> list[tuple[str, str]]:
+    """The links of ``topo``'s network tier: those a minimum-hop path (the routes the engine takes)
+    between two ranks on different servers may cross and no such path between two ranks of one
+    server does. On a leaf-spine cluster built with a node per leaf, each node's uplink to the
+    spine and back; on a rail-optimised one, each GPU's link to its rail switch; on one server,
+    none. Sorted, as ``(src, dst)`` pairs of the directed links.
+
+    Examples
+    --------
+    >>> from hcsim.topology import leaf_spine
+    >>> network_links(leaf_spine(2, 2, 1, 10e9, npus_per_server=2))
+    [('leaf0', 'spine0'), ('leaf1', 'spine0'), ('spine0', 'leaf0'), ('spine0', 'leaf1')]
+    """
+    import networkx as nx
+
+    g = topo.graph
+    npus = [n for n, d in g.nodes(data=True) if d.get("kind") == "npu"]
+    server = np.array([topo.npu_spec(n).server for n in npus])
+    if len(set(server.tolist())) < 2:
+        return []
+    edges = list(g.edges())
+    if len(npus) ** 2 * len(edges) > NETWORK_LINK_WORK:
+        raise WorkLimitError(f"network_links: {len(npus)} ranks and {len(edges)} links are "
+                             f"{len(npus) ** 2 * len(edges):,} tests, more than NETWORK_LINK_WORK = "
+                             f"{NETWORK_LINK_WORK:,}")
+    nodes = {n: i for i, n in enumerate(g.nodes)}
+    far = 1 << 30
+    out_d = np.full((len(npus), len(nodes)), far, dtype=np.int64)  # hops from each rank to each node
+    in_d = np.full((len(npus), len(nodes)), far, dtype=np.int64)  # hops from each node to each rank
+    rev = g.reverse(copy=False)
+    for i, n in enumerate(npus):
+        for m, h in nx.single_source_shortest_path_length(g, n).items():
+            out_d[i, nodes[m]] = h
+        for m, h in nx.single_source_shortest_path_length(rev, n).items():
+            in_d[i, nodes[m]] = h
+    pair = out_d[:, [nodes[n] for n in npus]]  # hops from rank s to rank t
+    same = server[:, None] == server[None, :]
+    found = []
+    for u, v in edges:
+        on = (out_d[:, nodes[u], None] + 1 + in_d[None, :, nodes[v]]) == pair  # (u, v) on a shortest s -> t path
+        if on[~same].any() and not on[same].any():
+            found.append((u, v))
+    return sorted(found)
+
+
+def with_network_latency_s(topo, latency_s: float, links=None):
+    """A copy of ``topo`` with ``latency_s`` on each of its :func:`network_links` (or ``links``),
+    every other link and every default as it was: a message between two servers pays it on each
+    network link its path crosses (twice on a leaf-spine cluster: up and down), one inside a
+    server none of it."""
+    return _set_latency(topo.copy(), network_links(topo) if links is None else links, latency_s)
+
+
+def _set_latency(topo, links, latency_s: float):
+    """``topo`` with ``latency_s`` on each of ``links``, in place; returns it."""
+    g = topo.graph
+    for u, v in links:
+        s = g.edges[u, v]["spec"]
+        g.edges[u, v]["spec"] = LinkSpec(s.bandwidth_Bps, float(latency_s), s.tier, s.inline_reduce)
+    return topo
+
+
 SLOWER_PROBE = 0.1
 """With ``prefer_rank_links``, ``fit="bottleneck"`` also tries the ranks' own link classes at
 this factor: one the largest point crosses that does not limit it as built (a CPU rank's memory
@@ -593,14 +660,19 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         slow over a 25 Gb/s port as over 100 Gb/s InfiniBand). Not for accelerators, whose own
         links (NVLink, HCCS) have line rates too: a NIC-bound GPU ring would be charged to its
         NVLink. Default False.
-    fixed_cost : {"step", "launch"}
+    fixed_cost : {"step", "launch", "network"}
         With ``fit="bottleneck"``, which fixed cost is the second parameter. ``"step"`` (default):
         the per-step overhead. ``"launch"``: the launch overhead, one per call (the common one set,
         each per-collective one scaled with it), the per-step overhead kept as the topology gives
         it: for a library whose per-step costs are its own cited constants (HCCL's notify and
         SDMA task costs) and whose floor above them is paid once per call (HCCL's HOST-mode
         launch), so that a collective of more steps does not pay a small point's whole floor
-        again in every step.
+        again in every step. ``"network"``: a latency on each link of the network tier
+        (:func:`network_links`: the links a path between two servers crosses and a path inside
+        one does not), the per-step overhead and the launch overheads kept as the topology
+        gives them: for many ranks per server (MPI), whose steps inside a server cost far less
+        than those crossing the network, so that only the crossing messages pay the network's
+        fixed cost. Refused on a topology with one server.
     rank_reduce_ratio : float, optional
         With ``fit="bottleneck"``, for CPU ranks: every candidate the fit tries (and the result)
         has its ranks reduce at this multiple of their own link's rate (:func:`with_rank_reduce`,
@@ -644,9 +716,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         raise bad_value("fit", fit, "tiers or bottleneck")
     if not isinstance(prefer_rank_links, (bool, np.bool_)) or (prefer_rank_links and fit != "bottleneck"):
         raise bad_value("prefer_rank_links", prefer_rank_links, "True or False; True only with fit='bottleneck'")
-    if not isinstance(fixed_cost, str) or fixed_cost not in ("step", "launch") \
-            or (fixed_cost == "launch" and fit != "bottleneck"):
-        raise bad_value("fixed_cost", fixed_cost, "step or launch; launch only with fit='bottleneck'")
+    if not isinstance(fixed_cost, str) or fixed_cost not in ("step", "launch", "network") \
+            or (fixed_cost != "step" and fit != "bottleneck"):
+        raise bad_value("fixed_cost", fixed_cost, "step, launch or network; launch and network only with "
+                        "fit='bottleneck'")
     if rank_reduce_ratio is not None and (fit != "bottleneck" or not is_real(rank_reduce_ratio)
                                           or not 1e-3 <= rank_reduce_ratio <= 1e3):
         raise bad_value("rank_reduce_ratio", rank_reduce_ratio,
@@ -666,6 +739,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             if not isinstance(t, str) or t not in known:
                 raise unknown_name("tiers", t, known)
     tiers = sorted(tiers or known)
+    net_links = network_links(topo) if fixed_cost == "network" else []
+    if fixed_cost == "network" and not net_links:
+        raise bad_value("fixed_cost", fixed_cost, f"step or launch on {topo.name!r}: its ranks share one server, "
+                        "so it has no network links to fit a latency on")
+    net0 = max([topo.graph.edges[e]["spec"].latency_s for e in net_links] + [0.0]) or 1e-6
     d0 = topo.defaults
     base_step = d0.step_overhead_s or 1e-6
     rows = [r for _, r in measured.iterrows()]
@@ -738,11 +816,18 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             x = np.clip(x, -LOG_SCALE_BOUND, LOG_SCALE_BOUND)
             if fixed_cost == "launch":  # the launch fitted, the step as built
                 return {klass[0]: float(np.exp(x[0]))}, float(d0.step_overhead_s), float(np.exp(x[1]))
+            if fixed_cost == "network":  # the network's latency fitted (x[1]), the step as built
+                return {klass[0]: float(np.exp(x[0]))}, float(d0.step_overhead_s), 1.0
             return {klass[0]: float(np.exp(x[0]))}, float(base_step * np.exp(x[1])), 1.0
+
+        def net_latency(x):
+            return float(net0 * np.exp(np.clip(x[1], -LOG_SCALE_BOUND, LOG_SCALE_BOUND)))
 
         def build(x):
             scale, step, f = unpack(x)
             out = class_scaled(topo, klass, scale[klass[0]], step)
+            if fixed_cost == "network":
+                _set_latency(out, net_links, net_latency(x))
             if fixed_cost == "launch":
                 out.defaults = dataclasses.replace(
                     out.defaults, launch_overhead_s=launch0 * f,
@@ -802,9 +887,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     fitted = build(x)
     if not topo.name.endswith("-calibrated"):
         fitted.name = f"{topo.name}-calibrated"
-    launch_us = (d0.launch_overhead_s if klass and fixed_cost == "step" else launch0 * f) * 1e6
+    launch_us = (d0.launch_overhead_s if klass and fixed_cost in ("step", "network") else launch0 * f) * 1e6
     report = {"measured_points": len(points), "source": source, "fit": fit, "prefer_rank_links": prefer_rank_links,
               "fixed_cost": fixed_cost,
+              **({"network_latency_us": net_latency(x) * 1e6, "network_links": len(net_links)}
+                 if fixed_cost == "network" else {}),
               "rank_reduce_ratio": None if rank_reduce_ratio is None else float(rank_reduce_ratio),
               "tier_bandwidth_scale": {} if klass else scale,
               "link_scale": {_class_name(klass): scale[klass[0]]} if klass else {},

@@ -457,6 +457,13 @@ HOST-mode, op-by-op launch), as ``topologies/atlas800t-a2.yaml`` models it; fitt
 overhead, a 2-NPU point-to-point floor would be paid again in every step of a longer collective."""
 
 
+NETWORK_FIT_TRANSPORTS = CPU_RANK_TRANSPORTS
+"""Transports whose calibration can fit the network's latency in place of the per-step overhead
+(``calibrate(fixed_cost="network")``, ``validate_system(network_fit=True)``): the MPI ones, many ranks
+a server, whose steps inside a server are shared-memory copies while only the messages between
+servers cross the network (docs/validation.md, change 32)."""
+
+
 def transport_regimes(transport: str | None, ll_efficiency: float | None = None):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None;
     ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
@@ -536,7 +543,7 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
 
 
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
-                    regimes: bool = True, network_latency: bool = False,
+                    regimes: bool = True, network_latency: bool = False, network_fit: bool = False,
                     **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
@@ -567,16 +574,21 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     between its servers (:func:`with_network_latency`) and the same two-parameter fit; off by
     default, as it did not improve the table (docs/validation.md, change 30).
 
+    ``network_fit=True``: a system whose transport is in :data:`NETWORK_FIT_TRANSPORTS` is fitted
+    with ``fixed_cost="network"`` (the network links' latency in place of the per-step overhead,
+    which stays as the topology builds it).
+
     Returns the rows (measured, predicted, ``error``, ``calibration``: whether the row was a
     calibration point) and the calibration report."""
     from .calibrate import RANK_REDUCE_RATIO, calibrate
     from .topology.io import load_topology
     from .validate import measured_ranks, validate_measured
 
-    if not isinstance(network_latency, (bool, np.bool_)):
-        from .errors import bad_value
+    for name, flag in (("network_latency", network_latency), ("network_fit", network_fit)):
+        if not isinstance(flag, (bool, np.bool_)):
+            from .errors import bad_value
 
-        raise bad_value("network_latency", network_latency, "True or False")
+            raise bad_value(name, flag, "True or False")
     if network_latency and system.get("pingpong_us") is not None:
         system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
     measured = system["measured"]
@@ -599,6 +611,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         calibrate_kwargs = {"prefer_rank_links": True, "rank_reduce_ratio": RANK_REDUCE_RATIO, **calibrate_kwargs}
     if fit == "bottleneck" and library and library[0] in LAUNCH_FIT_TRANSPORTS:
         calibrate_kwargs = {"fixed_cost": "launch", **calibrate_kwargs}
+    if network_fit and fit == "bottleneck" and library and library[0] in NETWORK_FIT_TRANSPORTS:
+        calibrate_kwargs = {"fixed_cost": "network", **calibrate_kwargs}
     fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     rows = _add_local_work(validate_measured(measured, fitted, algorithm=algo, max_work=CORPUS_VALIDATION_WORK),
@@ -636,7 +650,7 @@ def _size(n: int) -> str:
 
 def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "library",
                     fit: str = "bottleneck", regimes: bool = True, network_latency: bool = False,
-                    **calibrate_kwargs) -> pd.DataFrame:
+                    network_fit: bool = False, **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -645,7 +659,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    algorithm, fit, regimes, network_latency, **calibrate_kwargs
+    algorithm, fit, regimes, network_latency, network_fit, **calibrate_kwargs
         As :func:`validate_system` takes them.
 
     Returns
@@ -672,7 +686,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
     for s in corpus:
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
-        rows, report = validate_system(s, algorithm, fit, regimes, network_latency, **calibrate_kwargs)
+        rows, report = validate_system(s, algorithm, fit, regimes, network_latency, network_fit, **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)
