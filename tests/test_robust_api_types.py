@@ -351,6 +351,9 @@ def test_the_helpers_a_notebook_calls_refuse_bad_input_in_one_line(call, field):
     (lambda: hcsim.hccl.hccl_test.run_hccl_test("all_reduce_test", dtype=np.array(8, dtype=np.uint8)), "-d"),
     (lambda: hcsim.hccl.hccl_test.run_hccl_test("all_gather_test", op=pd.Series(["sum"])), "-o"),
     (lambda: hcsim.hccl.hccl_test.run_hccl_test(np.array(["all_reduce_test"])), "hccl_test binary"),
+    (lambda: hcsim.register(hcsim.AlgorithmSpec("j13", "allreduce", lambda a: None, user=pd.Series([8]))),
+     "spec.user"),
+    (lambda: hcsim.register(hcsim.AlgorithmSpec("j13", "allreduce", lambda a: None, summary=3)), "spec.summary"),
 ])
 def test_the_judges_pilot_findings_are_one_line(call, field):
     """The tenth session's judge (its pilot, numpy and other odd values at one parameter of each

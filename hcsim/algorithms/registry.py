@@ -79,6 +79,11 @@ def _checked_spec(spec, collective: str | None = None) -> AlgorithmSpec:
         raise bad_value("spec.cost", spec.cost, "a function cost(args, AlphaBetaGamma) -> seconds, or None")
     if not is_int(spec.levels) or not 1 <= spec.levels <= 3:
         raise bad_value("spec.levels", spec.levels, "1, 2 or 3 (a flat algorithm, or a level0/level1[/level2] one)")
+    if not isinstance(spec.user, (bool, np.bool_)):
+        raise bad_value("spec.user", spec.user, "True or False (whether a user, not hcsim, wrote it)")
+    for field in ("summary", "source"):
+        if not isinstance(getattr(spec, field), str):
+            raise bad_value(f"spec.{field}", getattr(spec, field), "a str")
     own = str(getattr(spec.build, "__module__", "") or "").startswith("hcsim.")
     return spec if spec.user or own else dataclasses.replace(spec, user=True)
 
