@@ -7,10 +7,11 @@ of 1000. Bandwidths are reported in GB/s with GB = 1e9 bytes, as both tools prin
 
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 
-from .errors import bad_value, is_int
+from .errors import bad_value, is_int, is_real
 from .limits import MAX_SIZE_BYTES
 
 _BINARY = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
@@ -84,7 +85,8 @@ def parse_size(value, field: str = "size") -> int:
 def format_size(nbytes: int) -> str:
     """Short binary spelling of a byte count: ``format_size(65536) == '64K'``; anything but a
     whole number of bytes >= 0 is a one-line :class:`~hcsim.errors.ConfigError`."""
-    if not is_int(nbytes) or nbytes < 0:
+    whole = is_int(nbytes) or (is_real(nbytes) and math.isfinite(nbytes) and float(nbytes).is_integer())
+    if not whole or nbytes < 0:  # a float that is a whole number is one, as parse_size takes it
         raise bad_value("nbytes", nbytes, "a whole number of bytes >= 0")
     nbytes = int(nbytes)
     for unit, mult in (("G", 1024**3), ("M", 1024**2), ("K", 1024)):

@@ -263,13 +263,14 @@ def test_a_small_numpy_work_bound_does_not_wrap(call):
         assert "\n" not in str(exc) and "max_work = 255:" in str(exc)
 
 
-@pytest.mark.parametrize("value", [np.float32("nan"), np.float32("inf"), -1, 1.5, "8K", None])
+@pytest.mark.parametrize("value", [np.float32("nan"), np.float32("inf"), -1, 1.5, -2.0, "8K", None])
 def test_format_size_takes_only_byte_counts(value):
     from hcsim.units import format_size
 
     with pytest.raises(ConfigError, match="^nbytes = .*a whole number of bytes >= 0$"):
         format_size(value)
     assert format_size(np.uint8(255)) == "255" and format_size(np.int64(1 << 30)) == "1G"
+    assert format_size(np.float64(1 << 30)) == format_size(1 << 30)  # a whole float is its int
 
 
 @pytest.mark.parametrize("call, field", [
