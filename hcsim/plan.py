@@ -872,7 +872,11 @@ def _axes(space, doc: dict, tname: str, base, label: str = "space") -> list:
         values = _values(f"{label}.{axis}", values)
         if not values:
             raise bad_value(f"{label}.{axis}", values, "at least one value")
-        if len(set(map(_same, values))) != len(values):
+        try:
+            distinct = len(set(map(_same, values)))
+        except (TypeError, ValueError):  # a value that cannot be compared (a signalling NaN, a numpy timedelta)
+            raise bad_value(f"{label}.{axis}", values, "numbers, names or true/false, each once") from None
+        if distinct != len(values):
             raise bad_value(f"{label}.{axis}", values, "distinct values (one appears twice)")
         points *= len(values)
         if points > MAX_POINTS:

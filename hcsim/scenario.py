@@ -42,7 +42,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, is_int, shown
+from .errors import ConfigError, HcsimError, WorkLimitError, bad_value, is_int, is_real, shown
 from .limits import MAX_JOB_WORK, WORK_PER_RANK_OP
 from .topology.io import (
     _bad,
@@ -657,7 +657,8 @@ def _collective_checks(w: str, c: dict, p: int) -> None:
     for i, row in enumerate(m):
         if not isinstance(row, list) or len(row) != p:
             raise _bad(f"{w}.send_matrix[{i}]", row, allowed)
-        rows.append(tuple(0 if x == 0 else _size(f"{w}.send_matrix[{i}][{j}]", x) for j, x in enumerate(row)))
+        rows.append(tuple(0 if is_real(x) and x == 0 else _size(f"{w}.send_matrix[{i}][{j}]", x)
+                          for j, x in enumerate(row)))
     total = sum(map(sum, rows))
     if total == 0:
         raise _bad(f"{w}.send_matrix", m, "at least one byte sent")

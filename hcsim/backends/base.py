@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from ..errors import ConfigError
+from ..errors import ConfigError, bad_value
 
 
 class Backend(Protocol):
@@ -84,6 +84,8 @@ def get_backend(name: str, **options) -> Backend:
     from .nccl import NcclBackend
 
     makers = {"hccl": HcclBackend, "nccl": NcclBackend}
+    if not isinstance(name, str):
+        raise bad_value("backend", name, "one of hccl, mpi, nccl")
     if name == "mpi":
         from .mpi import MpiBackend
 

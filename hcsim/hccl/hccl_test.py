@@ -73,6 +73,12 @@ def run_hccl_test(binary: str, npus: int = 8, servers: int = 1, minbytes="8K", m
         raise unknown_name("-d", dtype, DTYPES)
     if not isinstance(op, str):
         raise unknown_name("-o", op, OPS)
+    if hccl_algo is not None and not isinstance(hccl_algo, str):
+        raise bad_value("HCCL_ALGO", hccl_algo, "a str such as level0:NA;level1:ring, or None")
+    for name, value in (("iters", iters), ("-w", warmup_iters)):
+        if not is_int(value) or not 0 <= value <= 1_000_000:
+            raise bad_value(name, value, "a whole number from 0 to 1,000,000")
+    iters, warmup_iters = int(iters), int(warmup_iters)
     if dtype not in DTYPES and not (isinstance(dtype, str) and dtype.lower() in ("float16", "float32", "float64",
                                                                                  "bfloat16", "bf16")):
         raise unknown_name("-d", dtype, DTYPES)
