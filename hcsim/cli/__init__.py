@@ -73,6 +73,13 @@ class _Parser(argparse.ArgumentParser):
         text = " ".join(f"{self.prog.removeprefix('hcsim ')}: {message}".split())
         self.exit(2, f"hcsim: error: {text}\n")
 
+    def _get_values(self, action, arg_strings):
+        # argparse drops a value of '--' (its end-of-options marker) and hands the option an empty
+        # list, unconverted: `--ranks=--` reached the command as [] (an internal error later)
+        if action.nargs is None and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings) or action.dest}: expected a value, not '--'")
+        return super()._get_values(action, arg_strings)
+
 
 def _work_bound(text: str) -> int | None:
     """``--max-work``'s value: a whole number of engine work units (ASCII digits); 0 for no bound."""

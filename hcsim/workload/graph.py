@@ -62,7 +62,7 @@ def _ranks(field_name: str, ranks, world: int | None = None) -> tuple[int, ...]:
     if len(out) > MAX_NPUS:
         raise bad_value(field_name, f"more than {MAX_NPUS} ranks", f"at most {MAX_NPUS} rank numbers (hcsim.limits.MAX_NPUS)")
     for r in out:
-        if not isinstance(r, numbers.Integral) or isinstance(r, bool) or r < 0 or (world is not None and r >= world):
+        if not is_int(r) or r < 0 or (world is not None and r >= world):
             allowed = f"rank numbers from 0 to {world - 1}" if world is not None else "rank numbers >= 0"
             raise bad_value(field_name, r, allowed)
     out = tuple(int(r) for r in out)
@@ -76,7 +76,7 @@ def _ranks(field_name: str, ranks, world: int | None = None) -> tuple[int, ...]:
 def _byte_count(field_name: str, value) -> int:
     from ..limits import MAX_SIZE_BYTES
 
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not 0 <= value <= MAX_SIZE_BYTES:
+    if not is_int(value) or not 0 <= value <= MAX_SIZE_BYTES:
         raise bad_value(field_name, value, f"a whole byte count from 0 to {MAX_SIZE_BYTES} (1 PiB)")
     return int(value)
 
