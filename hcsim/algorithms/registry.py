@@ -147,7 +147,7 @@ def make_args(collective: str, p: int, nbytes: int, root: int = 0, servers=(), p
             total = int(nbytes) * p
         else:
             sizes = np.asarray(send_matrix)
-            if sizes.shape != (p, p) or not np.issubdtype(sizes.dtype, np.integer) or (sizes < 0).any():
+            if sizes.shape != (p, p) or sizes.dtype.kind not in "iu" or (sizes < 0).any():  # (a timedelta is an np.integer)
                 raise bad_value("send_matrix", f"array of shape {sizes.shape}",
                                 f"a {p} x {p} matrix of byte counts >= 0 (row i: what rank i sends)")
             cells = sizes.tolist()  # Python ints: their sums cannot wrap as int64's do
