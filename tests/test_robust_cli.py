@@ -39,3 +39,14 @@ def test_a_double_dash_as_a_value_is_one_error_line(capsys, argv):
     session's official judge run: `--ranks=--` became [] and an internal AttributeError)."""
     line = _one_error_line(capsys, argv)
     assert "expected a value, not '--'" in line, line
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--topology", "atlas800t-a2", "--op", "allreduce", "-b", "8", "-e", "8", "--csv", "a\x00b"],
+    ["run", "scenarios/resnet50_dp4_b32_fp16.yaml", "--trace", "a\x00b.json"],
+])
+def test_an_output_path_with_a_nul_is_one_error_line(capsys, argv):
+    """A CLI sweep over every option (tenth session): a NUL in --csv or --trace was an internal
+    ValueError from the os calls (main(argv) takes what a shell could never pass)."""
+    line = _one_error_line(capsys, argv)
+    assert "without a NUL character" in line, line

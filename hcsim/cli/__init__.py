@@ -44,6 +44,8 @@ def _writable(path, flag: str) -> None:
 
     if path is None:
         return
+    if "\x00" in str(path):  # no file system takes a NUL in a name (os calls raise ValueError)
+        raise HcsimError(f"{flag} = {str(path)!r}: a file path without a NUL character")
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not str(path).strip() or target.is_dir():
