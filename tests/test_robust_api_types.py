@@ -423,3 +423,15 @@ def test_a_workloads_ranks_and_sizes_refuse_a_timedelta(op):
     with pytest.raises(ConfigError) as info:
         op(w)
     assert "\n" not in str(info.value) and "timedelta64" in str(info.value)
+
+
+@pytest.mark.parametrize("after", [np.zeros((2, 2)), ({},), [["a"]]])
+def test_a_workloads_after_takes_names_only(after):
+    """An operation's ``after`` of unhashable things raised TypeError looking them up (a sweep of
+    odd values over the Workload methods, tenth session)."""
+    from hcsim.workload import Workload
+
+    w = Workload("j")
+    w.communicator("world", range(4))
+    with pytest.raises(ConfigError, match=r"^op 's': after = .*the name of an earlier operation"):
+        w.send("s", 0, 1, 64, after=after)

@@ -271,7 +271,7 @@ class Workload:
         except TypeError:
             raise bad_value(f"op {op.name!r}: after", op.after, "names of earlier operations") from None
         for a in after:
-            if a not in self._names:
+            if not isinstance(a, str) or a not in self._names:
                 raise bad_value(f"op {op.name!r}: after", a, "the name of an earlier operation")
         object.__setattr__(op, "after", after)
         self._names.add(op.name)
