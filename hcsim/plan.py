@@ -940,7 +940,7 @@ def _check_value(where, axis, v, values, gen, settable, tparams, tname, bname, e
             raise bad_value(where, values, "only for a generator workload (this scenario lists its operations)")
         if axis == "global_batch" and gen not in _BATCH_GENERATORS:
             raise bad_value(where, values, f"only for generators {', '.join(_BATCH_GENERATORS)} (this one is {gen})")
-        if axis == "dp" and v == "auto":
+        if axis == "dp" and isinstance(v, str) and v == "auto":
             return
         if not is_int(v) or not 1 <= v <= 1 << 20:
             raise bad_value(where, v, whole + (" or auto (world / (tp x pp))" if axis == "dp" else ""))
@@ -1006,7 +1006,7 @@ def _tasks(axes, doc: dict, base, policy: str, collective) -> list:
         overrides = {}
         for axis, v in point.items():
             if axis in LAYOUT_AXES:
-                if axis == "dp" and v == "auto":
+                if axis == "dp" and isinstance(v, str) and v == "auto":
                     continue
                 d["layout"] = {**(d.get("layout") or {}), axis: v}
             elif axis in SIZE_AXES or axis in ("policy", "global_batch"):

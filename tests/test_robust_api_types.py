@@ -364,6 +364,8 @@ def test_the_helpers_a_notebook_calls_refuse_bad_input_in_one_line(call, field):
     (lambda: hcsim.plan.plan("scenarios/plan_llm_910b_pod.yaml", {"tp": [__import__("decimal").Decimal("sNaN"), 8]}),
      "space.tp"),
     (lambda: hcsim.plan.plan("scenarios/plan_llm_910b_pod.yaml", {"servers": [np.timedelta64(1)]}), "space.servers"),
+    (lambda: hcsim.plan.plan("scenarios/plan_llm_910b_pod.yaml", {"dp": [np.zeros(2)]}), "space.dp"),
+    (lambda: hcsim.plan.plan("scenarios/plan_llm_910b_pod.yaml", {"dp": [pd.NA]}), "space.dp"),
     (lambda: hcsim.backends.get_backend(np.timedelta64(1)), "backend"),
 ])
 def test_the_judges_pilot_findings_are_one_line(call, field):
