@@ -158,7 +158,9 @@ def _rank_count(value, where: str) -> int:
     return int(digits)
 
 
-def _check_arguments(text, collective, ranks, algorithm):
+def _check_arguments(text, collective, ranks, algorithm) -> int | None:
+    """Check a reader's arguments; returns ``ranks`` as a Python int (a numpy int8's own arithmetic
+    would wrap in the bus-bandwidth factor), or None."""
     from ..algorithms.registry import check_collective
 
     if not isinstance(text, str):
@@ -168,9 +170,9 @@ def _check_arguments(text, collective, ranks, algorithm):
     if ranks is not None and (not is_int(ranks) or
                               not 2 <= ranks <= MAX_CALL_RANKS):
         raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
-    ranks = None if ranks is None else int(ranks)
     if not isinstance(algorithm, str):
         raise bad_value("algorithm", algorithm, "a str (the label the rows get)")
+    return None if ranks is None else int(ranks)
 
 
 def _frame(rows, collective, ranks, algorithm):
@@ -245,7 +247,7 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     >>> parse_hccl_test(text, "allreduce", 8)[["size_bytes", "time_us"]].values.tolist()
     [[8192.0, 764.55]]
     """
-    _check_arguments(text, collective, ranks, algorithm)
+    ranks = _check_arguments(text, collective, ranks, algorithm)
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
     lines = _lines(text)
     runs = _hccl_runs(lines, src)
@@ -335,7 +337,7 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     not starting with ``#`` whose first field is a whole number; it must have 12 fields (older
     versions, no root) or 13. ``source`` (a file name) is quoted in errors.
     """
-    _check_arguments(text, collective, ranks, algorithm)
+    ranks = _check_arguments(text, collective, ranks, algorithm)
     if not isinstance(in_place, bool):
         raise bad_value("in_place", in_place, "True or False")
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns

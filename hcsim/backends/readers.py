@@ -458,7 +458,7 @@ def parse_osu(text: str, collective: str | None = None, ranks: int | None = None
     >>> parse_osu(text, ranks=16)[["collective", "size_bytes", "time_us"]].values.tolist()
     [['allreduce', 4, 1.77], ['allreduce', 8, 1.8]]
     """
-    _check_arguments(text, collective, ranks, "osu")
+    ranks = _check_arguments(text, collective, ranks, "osu")
     src = source if isinstance(source, _Source) else _Source(source)
     comments = [(n, line.strip()) for n, line in enumerate(_lines(text), 1) if line.lstrip().startswith("#")]
     title_op, kind = _osu_title(comments, src)
@@ -580,7 +580,7 @@ def parse_mapped(text: str, columns, collective: str | None = None, ranks: int |
     """
     from ..dtypes import DTYPES
 
-    _check_arguments(text, collective, ranks, "csv")
+    ranks = _check_arguments(text, collective, ranks, "csv")
     if not isinstance(csv_like, bool):
         raise bad_value("csv_like", csv_like, "True (comma-separated) or False (whitespace-separated)")
     src = source if isinstance(source, _Source) else _Source(source)
