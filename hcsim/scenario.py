@@ -295,7 +295,8 @@ def _scenario(doc, where: str, base: Path, servers) -> Scenario:
             raise ConfigError(f"missing key {key!r}")
     name = _label("name", doc["name"]) if doc.get("name") is not None else \
         (Path(where).stem if where != "<dict>" else "scenario")
-    description = doc.get("description") or ""
+    description = doc.get("description")
+    description = "" if description is None else description
     if not isinstance(description, str):
         raise _bad("description", description, "a string")
     if servers is None and doc.get("servers") is not None:

@@ -450,3 +450,17 @@ def test_a_readers_numpy_rank_count_is_a_python_int(ranks):
     got = b.parse_nccl_tests(text, collective="allreduce", ranks=ranks)
     want = b.parse_nccl_tests(text, collective="allreduce", ranks=72)
     assert got.equals(want) and (got.busbw_GBps > 0).all()
+
+
+def test_a_scenarios_description_that_is_a_series_is_one_line():
+    """The tenth session's last judge run: a scenario mapping whose description is a pandas Series
+    raised numpy's ambiguous-truth ValueError (`description or ''`)."""
+    import yaml
+
+    from hcsim.scenario import load_scenario
+
+    doc = yaml.safe_load(open("scenarios/llm_910b_pod.yaml"))
+    doc["description"] = pd.Series(["ring"])
+    with pytest.raises(ConfigError, match="^description = .*a string") as info:
+        load_scenario(doc)
+    assert "\n" not in str(info.value)
