@@ -45,7 +45,7 @@ from .dtypes import (
 )
 from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
-from .errors import ConfigError, WorkLimitError, bad_value, is_int, is_real
+from .errors import ConfigError, WorkLimitError, bad_value, check_topology, is_int, is_real
 from .hccl.algo_env import parse_hccl_algo
 from .hccl.buffer import piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
@@ -868,10 +868,7 @@ def _too_much(spec, args, estimate: str, max_transfers: int) -> WorkLimitError:
 def rank_layout(topo, rank_nodes) -> tuple[tuple, tuple]:
     """Ranks per server and servers per pod, from the NPUs' coordinates; ``((), ())`` when the
     ranks of a server (or the servers of a pod) are not consecutive."""
-    from .topology import Topology
-
-    if not isinstance(topo, Topology):
-        raise bad_value("topo", topo, "a Topology (hcsim.load_topology or a builder)")
+    check_topology(topo)
     if not isinstance(rank_nodes, (list, tuple)):
         raise bad_value("rank_nodes", rank_nodes, "a list of the topology's NPU names, one per rank")
     specs = topo._npus_and_specs()[1]

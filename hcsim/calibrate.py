@@ -22,6 +22,7 @@ from .errors import (
     HcsimError,
     WorkLimitError,
     bad_value,
+    check_topology,
     is_int,
     is_real,
     unknown_name,
@@ -36,20 +37,13 @@ LOG_SCALE_BOUND = 40.0
 point constrains cannot drift to an overflow)."""
 
 
-def _check_topology(topo) -> None:
-    from .topology import Topology
-
-    if not isinstance(topo, Topology):
-        raise bad_value("topo", topo, "a Topology (hcsim.load_topology or a builder)")
-
-
 def scaled(topo, tier_scale: dict, step_overhead_s: float, launch_scale: float = 1.0, launch_overhead_s=None):
     """A copy of ``topo`` with each tier's links scaled by ``tier_scale[tier]``, the per-step
     overhead set to ``step_overhead_s`` and every launch overhead (the default and the
     per-collective ones) scaled by ``launch_scale`` (or the default set to
     ``launch_overhead_s``); everything else in its defaults (message regimes, expansion
     modes) is kept."""
-    _check_topology(topo)
+    check_topology(topo)
     if not isinstance(tier_scale, dict) or not all(is_real(v) and 0 < v < 1e30 for v in tier_scale.values()):
         raise bad_value("tier_scale", tier_scale, "a dict of tier name -> rate factor > 0")
     step_overhead_s = _seconds("step_overhead_s", step_overhead_s)
@@ -233,7 +227,7 @@ def with_rank_reduce(topo, ratio: float):
     >>> t.npu_spec(t.npus[0]).reduce_Bps
     4000000000.0
     """
-    _check_topology(topo)
+    check_topology(topo)
     ratio = _positive("rank_reduce_ratio", ratio, 1e3)
     g = topo.graph
     for n, d in g.nodes(data=True):
@@ -248,7 +242,7 @@ def with_rank_reduce(topo, ratio: float):
 def class_scaled(topo, klass: tuple[str, float], factor: float, step_overhead_s: float):
     """A copy of ``topo`` with the links of one :func:`link_classes` class scaled by ``factor``
     and the per-step overhead set to ``step_overhead_s``; everything else kept."""
-    _check_topology(topo)
+    check_topology(topo)
     factor = _positive("factor", factor)
     step_overhead_s = _seconds("step_overhead_s", step_overhead_s)
     out = topo.copy()

@@ -92,6 +92,15 @@ def is_real(value) -> bool:
     return getattr(getattr(value, "dtype", None), "kind", "f") in "iuf"
 
 
+def check_topology(topo, field: str = "topo") -> None:
+    """Refuse, in one line, a ``topo`` that is not a :class:`~hcsim.topology.Topology` (the helpers
+    that take a built one, not a name, read its graph at once)."""
+    from .topology import Topology
+
+    if not isinstance(topo, Topology):
+        raise bad_value(field, topo, "a Topology (hcsim.load_topology or a builder)")
+
+
 def check_frame(df, what: str, columns=(), numeric=(), field: str = "df", empty_ok: bool = False) -> None:
     """Refuse, in one line, a ``df`` that is not the DataFrame ``what`` returns: one with
     ``columns`` (and rows, unless ``empty_ok``), the ``numeric`` ones of numbers (the report and

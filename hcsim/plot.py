@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import check_frame
+from .errors import bad_value, check_frame, check_topology
 
 _LABEL = {"busbw_GBps": "bus bandwidth (GB/s)", "algbw_GBps": "algorithm bandwidth (GB/s)",
           "time_us": "time (us)"}
@@ -26,7 +26,7 @@ def _save(fig, path) -> Path:
     picture file matplotlib writes, or cannot be written, is a one-line error."""
     import matplotlib.pyplot as plt
 
-    from .errors import ConfigError, bad_value
+    from .errors import ConfigError
 
     try:
         path = Path(path)
@@ -47,15 +47,11 @@ def _save(fig, path) -> Path:
 
 
 def _check_choice(field: str, value, allowed) -> None:
-    from .errors import bad_value
-
     if not isinstance(value, str) or value not in allowed:
         raise bad_value(field, value, "one of " + ", ".join(allowed))
 
 
 def _check_title(title) -> None:
-    from .errors import bad_value
-
     if title is not None and not isinstance(title, str):
         raise bad_value("title", title, "a str, or None for the default title")
 
@@ -109,11 +105,7 @@ def draw_topology(topo, path) -> Path:
     :class:`~hcsim.errors.ConfigError`) before anything is drawn."""
     import networkx as nx
 
-    from .errors import bad_value
-    from .topology import Topology
-
-    if not isinstance(topo, Topology):
-        raise bad_value("topo", topo, "a Topology (hcsim.load_topology or a builder)")
+    check_topology(topo)
     check_drawable(topo, "draw")
     plt = _pyplot()
     g = topo.graph.to_undirected(as_view=False)

@@ -14,6 +14,11 @@ _SWEEP_COLUMNS = ("size_bytes", "time_us", "algbw_GBps", "busbw_GBps")
 def format_rows(df: pd.DataFrame) -> list[str]:
     """hccl_test-style lines for one algorithm's rows of a sweep DataFrame."""
     check_frame(df, "hcsim.sweep", _SWEEP_COLUMNS, _SWEEP_COLUMNS, empty_ok=True)
+    return _rows(df)
+
+
+def _rows(df: pd.DataFrame) -> list[str]:
+    """:func:`format_rows` of a frame already checked."""
     lines = [_line(HEADER)]
     for row in df.itertuples(index=False):
         if row.time_us != row.time_us:  # NaN: refused by a work bound
@@ -44,7 +49,7 @@ def format_sweep(df: pd.DataFrame, topology: str) -> str:
             chosen = " (ran: " + ", ".join(dict.fromkeys(ran["selected"])) + ")"
         out.append(f"# {first.collective} on {topology}: {int(first.ranks)} ranks, algorithm {algo}{chosen}, "
                    f"mode {first['mode']}")
-        out.extend(format_rows(part))
+        out.extend(_rows(part))
         out.append("")
     if "refused" in df and (df["refused"] != "").any():
         first = df[df["refused"] != ""].iloc[0]

@@ -278,7 +278,7 @@ def split_bytes(nbytes: int, parts: int) -> np.ndarray:
     if not is_int(parts) or not 1 <= parts <= MAX_SPLIT_PARTS:
         raise bad_value("parts", parts, f"a whole number from 1 to {MAX_SPLIT_PARTS}")
     parts = int(parts)
-    base, extra = divmod(int(nbytes), int(parts))
+    base, extra = divmod(int(nbytes), parts)
     sizes = np.full(parts, base, dtype=np.int64)
     sizes[:extra] += 1
     return sizes
