@@ -247,12 +247,15 @@ def check_supported(collective: str, dtype, reduce_op="sum", product=None) -> No
         raise bad_value("dtype", dtype, f"HCCL on {product} takes bfp16 only on A2/A3 (910B, 910_93)")
 
 
-def _check_call(collective, p) -> None:
+def _check_call(collective, p) -> int:
+    """Check a call's collective and ranks; returns ``p`` as a Python int (a numpy int8's own
+    arithmetic would overflow in the byte count)."""
     from .algorithms.registry import check_collective
 
     check_collective(collective)
     if not is_int(p) or p < 1:
         raise bad_value("p", p, "the ranks, a whole number >= 1")
+    return int(p)
 
 
 def size_from_count(collective: str, count, dtype, p: int) -> int:
@@ -265,7 +268,7 @@ def size_from_count(collective: str, count, dtype, p: int) -> int:
     >>> size_from_count("allreduce", 1024, "fp16", 8), size_from_count("allgather", 1024, "fp16", 8)
     (2048, 16384)
     """
-    _check_call(collective, p)
+    p = _check_call(collective, p)
     if not is_int(count) or count < 1:
         raise bad_value("count", count, "a whole number of elements >= 1")
     return int(count) * element_size(dtype) * (p if collective in COUNT_TIMES_RANKS else 1)
@@ -284,10 +287,10 @@ def check_elements(collective: str, nbytes: int, dtype, p: int) -> int:
     ...
     hcsim.errors.ConfigError: size = 3: allgather of int8 on 8 ranks needs a multiple of 8 bytes (1 B x 8 ranks): a whole number of elements per rank
     """
-    _check_call(collective, p)
+    p = _check_call(collective, p)
     if not is_int(nbytes) or nbytes < 0:
         raise bad_value("size", nbytes, "a whole number of bytes >= 0")
-    nbytes, p = int(nbytes), int(p)
+    nbytes = int(nbytes)
     e = element_size(dtype)
     d = parse_dtype(dtype)
     unit = e * (p if collective in COUNT_TIMES_RANKS else 1)

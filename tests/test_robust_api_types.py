@@ -464,3 +464,11 @@ def test_a_scenarios_description_that_is_a_series_is_one_line():
     with pytest.raises(ConfigError, match="description = .*a string") as info:
         load_scenario(doc)
     assert "\n" not in str(info.value)
+
+
+def test_size_from_count_takes_a_numpy_rank_count_as_an_int():
+    """Found re-reading the session's diff: `size_from_count('allgather', 1024, 'fp16', np.int8(100))`
+    multiplied in int8 and raised OverflowError."""
+    from hcsim.dtypes import size_from_count
+
+    assert size_from_count("allgather", 1024, "fp16", np.int8(100)) == size_from_count("allgather", 1024, "fp16", 100)
