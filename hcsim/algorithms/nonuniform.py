@@ -160,8 +160,6 @@ def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma, kind: str = "nhr") -> 
     the root's. ``kind``: NHR counts distances downwards from the root, NB upwards.
     """
     p = args.p
-    if not float(args.nbytes).is_integer():  # a fractional share inside a hierarchical cost
-        return cost_allgather(args, m)
     return _binomial_time(p, args, -1 if kind == "nhr" else 1, m)
 
 

@@ -106,11 +106,10 @@ def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     The slowest path follows the root's sends, then the largest block that goes farthest.
     """
     p = args.p
-    if not float(args.nbytes).is_integer():  # a fractional share inside a hierarchical cost
-        return cost_allgather(args, m)
     q, e = divmod(int(args.nbytes), p)
     big = [d for d in range(1, p) if (args.root + d) % p < e]
-    return (p - 1) * (m.alpha_s + q * m.beta_s_per_B) + (max(big) if big else 0) * m.beta_s_per_B
+    path_bytes = (p - 1) * q + (max(big) if big else 0)  # an exact integer, monotone in the size,
+    return (p - 1) * m.alpha_s + path_bytes * m.beta_s_per_B  # so the time is monotone to the last bit
 
 
 def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:

@@ -45,8 +45,6 @@ def cost_reduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
 
 def cost_scatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     p = args.p
-    if not float(args.nbytes).is_integer():  # a fractional share inside a hierarchical cost
-        return m.alpha_s + args.nbytes / p * m.beta_s_per_B
     q, e = divmod(int(args.nbytes), p)  # the first e ranks' blocks hold q + 1 bytes
     larger = e >= 2 or (e == 1 and args.root != 0)
     return m.alpha_s + (q + larger) * m.beta_s_per_B
