@@ -222,17 +222,15 @@ class Transformer:
 
     def __post_init__(self):
         where = f"model {self.name!r}"
-        for f in ("layers", "hidden", "heads", "seq_len", "vocab"):
-            _count(f"{where}: {f}", getattr(self, f))
-        for f in ("ffn_hidden", "kv_heads", "experts"):
-            _count(f"{where}: {f}", getattr(self, f), 0)
+        for f, low in (("layers", 1), ("hidden", 1), ("heads", 1), ("seq_len", 1), ("vocab", 1), ("ffn_hidden", 0),
+                       ("kv_heads", 0), ("experts", 0), ("top_k", 1)):  # as Python ints: np.uint8(16) experts
+            object.__setattr__(self, f, _count(f"{where}: {f}", getattr(self, f), low))  # overflowed the MoE sizes
         if self.ffn_hidden == 0:
             object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
         if self.kv_heads == 0:
             object.__setattr__(self, "kv_heads", self.heads)
         if self.kv_heads > self.heads or self.heads % self.kv_heads:
             raise bad_value(f"{where}: kv_heads", self.kv_heads, f"a divisor of heads = {self.heads}")
-        _count(f"{where}: top_k", self.top_k)
         if self.experts and self.top_k > self.experts:
             raise bad_value(f"{where}: top_k", self.top_k, f"at most experts = {self.experts}")
         for f in ("gated_mlp", "bias", "learned_positions", "tied_embeddings"):
