@@ -29,6 +29,8 @@ from ..algorithms.schedule import (
     make_message_step,
     make_step,
 )
+from ..errors import WorkLimitError, bad_value, is_int
+from ..limits import MAX_LOOPED_STEPS
 from ..verify import _owner
 
 
@@ -69,17 +71,36 @@ def _shifted(st, offset: int):
     return make_step(st.src, st.dst, st.nbytes, st.reduce, st.chunk_lo + offset, st.chunk_hi + offset)
 
 
-def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int) -> Schedule:
+def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
+           max_steps: int | None = MAX_LOOPED_STEPS) -> Schedule:
     """``spec``'s schedule for ``args`` run piece by piece through a buffer of ``buffer_bytes``.
 
     Chunks are laid out piece-major; :attr:`Schedule.chunk_owner` tells the verifier which
     rank's (or which alltoall block's) data each chunk is. Every piece after the first starts
-    behind a barrier of all ranks (:attr:`Schedule.barriers`; see the module docs).
+    behind a barrier of all ranks (:attr:`Schedule.barriers`; see the module docs). Raises
+    :class:`~hcsim.errors.WorkLimitError`, before copying any loop, when the loops would hold more
+    than ``max_steps`` steps (None: no bound; a job's runner bounds them by its work bound).
     """
-    sizes = piece_sizes(args, buffer_bytes)
-    if len(sizes) == 1:
+    if args.collective == "alltoallv":
+        return run_builder(spec, args)  # one pass (piece_sizes)
+    if max_steps is not None and (not is_int(max_steps) or max_steps < 1):
+        raise bad_value("max_steps", max_steps, "a positive number of steps, or None for no bound")
+    piece = piece_bytes(args, buffer_bytes)
+    full, rest = divmod(int(args.nbytes), piece)
+    loops = {n: k for n, k in ((piece, full), (rest, 1)) if k and n}
+    if sum(loops.values()) <= 1:
         return run_builder(spec, args)
     cache: dict[int, Schedule] = {}
+    if max_steps is not None:  # counted on one schedule of each piece size, before the list of loops
+        for size in loops:
+            cache[size] = run_builder(spec, make_args(args.collective, args.p, size, args.root, args.servers, args.pods))
+        total = sum(k * len(cache[size].steps) for size, k in loops.items())
+        if total > max_steps:
+            raise WorkLimitError(f"buffer_bytes = {buffer_bytes}: {spec.name} {args.collective} of {args.nbytes} bytes "
+                                 f"runs {sum(loops.values()):,} CCL-buffer loops of {total:,} steps in all, more than "
+                                 f"max_steps = {max_steps:,} (hcsim.limits.MAX_LOOPED_STEPS); use a larger buffer "
+                                 "or a smaller size, or simulate it (its loops are priced without building them)")
+    sizes = piece_sizes(args, buffer_bytes)
     steps, chunk_bytes, owners, barriers = [], [], [], []
     offset = 0
     for size in sizes:

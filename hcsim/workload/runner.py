@@ -39,6 +39,7 @@ from ..limits import (
     MAX_JOB_OPS,
     MAX_JOB_TRANSFERS,
     MAX_JOB_WORK,
+    WORK_PER_LOOP_STEP,
     WORK_PER_RANK_OP,
 )
 from ..progress import check_progress, progress_bar
@@ -536,7 +537,16 @@ class _Job:
             if pieces == {args.nbytes: 1} and args.nbytes in built:  # one piece: the schedule just counted
                 schedule = built[args.nbytes]
             else:
-                schedule = looped(spec, args, buffer) if buffer is not None else run_builder(spec, args)
+                # every loop after the first of its piece size is a copy of that piece's steps, built
+                # one by one: charged before it is built (a 4 KiB buffer made 720,822 loops)
+                copies = sum((count - 1) * len(built[n].steps) for n, count in pieces.items() if n in built)
+                if copies:
+                    self.fabric.job_work += copies * WORK_PER_LOOP_STEP
+                    if self.fabric.max_work is not None:
+                        self.fabric.check_work(None, f"before building op {op.name!r}'s {sum(pieces.values()):,} "
+                                                     f"CCL-buffer loops ({copies:,} steps copied, "
+                                                     f"{WORK_PER_LOOP_STEP} units each)")
+                schedule = looped(spec, args, buffer, max_steps=None) if buffer is not None else run_builder(spec, args)
             if spec.user:
                 _verify_schedule(schedule)
             check_structure(schedule)
