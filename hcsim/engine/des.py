@@ -1039,13 +1039,13 @@ class _DemandBound:
         if not self.most:  # the first routing: no maximum to take yet
             self.most = dict(zip(uk.tolist(), total.tolist(), strict=True))
             np.add.at(self.bound, uk % self.n_res, total)
-        else:
-            most = self.most
-            for key_i, t in zip(uk.tolist(), total.tolist(), strict=True):
-                old = most.get(key_i, 0.0)
-                if t > old:
-                    most[key_i] = t
-                    self.bound[key_i % self.n_res] += t - old
+        else:  # the loop "if t > most[k]: bound[k % n_res] += t - most[k]; most[k] = t" over uk, in bulk:
+            keys = uk.tolist()  # the same subtractions, added per resource in the same (key) order
+            old = np.fromiter(map(self.most.get, keys, itertools.repeat(0.0)), dtype=float, count=len(keys))
+            up = np.flatnonzero(total > old)
+            if up.size:
+                self.most.update(zip(uk[up].tolist(), total[up].tolist(), strict=True))
+                np.add.at(self.bound, uk[up] % self.n_res, total[up] - old[up])
         return not (self.bound > fabric._hot_Bps).any()
 
 
