@@ -47,7 +47,7 @@ from .engine.des import EngineConfig, FlowSimulator
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, WorkLimitError, bad_value, check_topology, is_int, is_real
 from .hccl.algo_env import parse_hccl_algo
-from .hccl.buffer import piece_bytes
+from .hccl.buffer import loop_pieces, piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
     BYTES_PER_UNIT_BUILT,
@@ -600,16 +600,6 @@ def _send_matrix(send_matrix, p: int, collective: str = "alltoallv"):
     if any(not 0 <= x <= MAX_SIZE_BYTES for x in cells):
         raise bad_value("send_matrix", next(x for x in cells if not 0 <= x <= MAX_SIZE_BYTES), allowed)
     return np.array([[int(x) for x in row] for row in rows], dtype=np.int64)
-
-
-def loop_pieces(args, buffer_bytes) -> dict[int, int]:
-    """``{piece size: loops}`` for a call run through a CCL buffer of ``buffer_bytes`` (None: no
-    buffer): :func:`hcsim.hccl.buffer.piece_sizes` counted without listing every loop."""
-    if buffer_bytes is None or args.collective == "alltoallv":
-        return {args.nbytes: 1}  # alltoallv's matrix moves in one pass (piece_sizes)
-    piece = piece_bytes(args, buffer_bytes)
-    full, rest = divmod(args.nbytes, piece)
-    return {n: k for n, k in ((piece, full), (rest, 1)) if k and n}
 
 
 def check_work(spec, args, buffer_bytes, max_transfers: int = MAX_DES_TRANSFERS, *, exact: bool = True,

@@ -249,12 +249,13 @@ def topology_work(topo, built: bool = False) -> int:
     """
     return topo.graph.number_of_edges() * (WORK_PER_LINK_RUN + (WORK_PER_LINK_BUILT if built else 0))
 
+
 WORK_PER_LOOP_STEP = 50
 """Work units each step of a CCL-buffer loop costs a job to build beyond the first loop of its
 piece size (:func:`hcsim.hccl.buffer.looped` copies the piece's steps once a loop). Measured on
-the 2-core machine: 4,324,938 steps of a 720,822-loop double-ring allreduce (2.95 GB through a
-4 KiB buffer on 4 NPUs) built in 164 s and 9.3 GB, 38 us a step, about what an engine step entry
-costs (:data:`WORK_PER_INSTANT`). The eleventh session's judge found a job building them unbounded."""
+the 2-core machine: 4,324,938 steps of a 720,823-loop double-ring allreduce (2.95 GB through a
+4 KiB buffer on 4 NPUs) built in 164 s, 38 us a step (the process peaked at 9.3 GB with a
+contention-free pass run on them), about what an engine step entry costs (:data:`WORK_PER_INSTANT`). The eleventh session's judge found a job building them unbounded."""
 
 MAX_LOOPED_STEPS = 250_000
 """Most steps :func:`hcsim.hccl.buffer.looped` builds when it is called on its own (about 10 s

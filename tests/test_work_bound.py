@@ -655,8 +655,8 @@ def test_a_python_search_that_grows_far_is_priced(monkeypatch):
 
 
 def test_looped_refuses_too_many_loop_steps_before_copying_them():
-    """The eleventh session's judge: 2.95 GB through a 4 KiB buffer built 4.3M steps (164 s,
-    9.3 GB) in ``looped``; it is counted on one schedule per piece size and refused first."""
+    """The eleventh session's judge: 2.95 GB through a 4 KiB buffer built 4.3M steps (164 s)
+    in ``looped``; it is counted on one schedule per piece size and refused first."""
     from hcsim.algorithms.registry import get_algorithm, make_args
     from hcsim.hccl.buffer import looped
 

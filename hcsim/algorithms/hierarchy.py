@@ -390,8 +390,10 @@ def hierarchical_cost(args: CollectiveArgs, names: tuple, abg) -> float:
         return (_cost("reducescatter", names[0], local, n, abgs[0])
                 + _cost("reduce", names[1], servers, n / local, abgs[1], root_s)
                 + _cost("gather", names[0], local, n, abgs[0], root_l))
-    if coll in ("scatter", "gather"):  # level 0 runs in every server at once: server 0's share is the
-        q, e = divmod(n, p)            # largest (split_bytes gives the first e ranks a byte more)
+    if coll in ("scatter", "gather"):
+        # level 0 runs in every server at once; server 0's share is the largest (split_bytes gives
+        # the first e ranks a byte more), so its level 0 is the slowest
+        q, e = divmod(n, p)
         return (_cost(coll, names[1], servers, n, abgs[1], root_s)
                 + _cost(coll, names[0], local, local * q + min(e, local), abgs[0], root_l))
     if coll == "alltoall":

@@ -48,6 +48,16 @@ def piece_bytes(args: CollectiveArgs, buffer_bytes: int) -> int:
     return buffer_bytes
 
 
+def loop_pieces(args: CollectiveArgs, buffer_bytes) -> dict[int, int]:
+    """``{piece size: loops}`` for a call run through a CCL buffer of ``buffer_bytes`` (None: no
+    buffer): :func:`piece_sizes` counted without listing every loop."""
+    if buffer_bytes is None or args.collective == "alltoallv":
+        return {args.nbytes: 1}  # alltoallv's matrix moves in one pass (piece_sizes)
+    piece = piece_bytes(args, buffer_bytes)
+    full, rest = divmod(args.nbytes, piece)
+    return {n: k for n, k in ((piece, full), (rest, 1)) if k and n}
+
+
 def loop_count(nbytes: int, buffer_bytes: int, args: CollectiveArgs | None = None) -> int:
     """How many buffer-sized pieces a collective of ``nbytes`` runs in (``args``: the call, for
     collectives that loop over a per-rank count; see :func:`piece_bytes`)."""
@@ -81,13 +91,9 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
     :class:`~hcsim.errors.WorkLimitError`, before copying any loop, when the loops would hold more
     than ``max_steps`` steps (None: no bound; a job's runner bounds them by its work bound).
     """
-    if args.collective == "alltoallv":
-        return run_builder(spec, args)  # one pass (piece_sizes)
     if max_steps is not None and (not is_int(max_steps) or max_steps < 1):
         raise bad_value("max_steps", max_steps, "a positive number of steps, or None for no bound")
-    piece = piece_bytes(args, buffer_bytes)
-    full, rest = divmod(int(args.nbytes), piece)
-    loops = {n: k for n, k in ((piece, full), (rest, 1)) if k and n}
+    loops = loop_pieces(args, buffer_bytes)
     if sum(loops.values()) <= 1:
         return run_builder(spec, args)
     cache: dict[int, Schedule] = {}

@@ -222,9 +222,10 @@ class Transformer:
 
     def __post_init__(self):
         where = f"model {self.name!r}"
+        # stored as Python ints: np.uint8(16) experts overflowed the MoE byte counts
         for f, low in (("layers", 1), ("hidden", 1), ("heads", 1), ("seq_len", 1), ("vocab", 1), ("ffn_hidden", 0),
-                       ("kv_heads", 0), ("experts", 0), ("top_k", 1)):  # as Python ints: np.uint8(16) experts
-            object.__setattr__(self, f, _count(f"{where}: {f}", getattr(self, f), low))  # overflowed the MoE sizes
+                       ("kv_heads", 0), ("experts", 0), ("top_k", 1)):
+            object.__setattr__(self, f, _count(f"{where}: {f}", getattr(self, f), low))
         if self.ffn_hidden == 0:
             object.__setattr__(self, "ffn_hidden", 4 * self.hidden)
         if self.kv_heads == 0:

@@ -25,14 +25,13 @@ from ..api import (
     _send_matrix,
     build_work,
     check_work,
-    loop_pieces,
     rank_layout,
 )
 from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator, moved_bytes
 from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value, is_int
-from ..hccl.buffer import looped
+from ..hccl.buffer import loop_pieces, looped
 from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import (
     MAX_FLOW_UPDATES,
@@ -538,7 +537,7 @@ class _Job:
                 schedule = built[args.nbytes]
             else:
                 # every loop after the first of its piece size is a copy of that piece's steps, built
-                # one by one: charged before it is built (a 4 KiB buffer made 720,822 loops)
+                # one by one: charged before it is built (a 4 KiB buffer made 720,823 loops)
                 copies = sum((count - 1) * len(built[n].steps) for n, count in pieces.items() if n in built)
                 if copies:
                     self.fabric.job_work += copies * WORK_PER_LOOP_STEP
