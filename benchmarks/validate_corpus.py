@@ -36,6 +36,9 @@ def main(argv=None) -> int:
     ap.add_argument("--network-fit", action="store_true",
                     help="on the MPI systems fit a latency on the links between nodes in place of the per-step "
                          "overhead (calibrate fixed_cost='network'; docs/validation.md change 32)")
+    ap.add_argument("--spec-network-rate", action="store_true",
+                    help="keep the links between the nodes at their spec line rate, not the source's published "
+                         "two-node osu_bw (corpus.yaml p2p_bw_MBps; docs/validation.md change 33; the table before it)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -43,7 +46,8 @@ def main(argv=None) -> int:
         df = validate_corpus(systems=args.system, **({"fit": args.fit} if args.fit else {}),
                              **({"algorithm": args.algorithm} if args.algorithm else {}),
                              **({"network_latency": True} if args.network_latency else {}),
-                             **({"network_fit": True} if args.network_fit else {}))
+                             **({"network_fit": True} if args.network_fit else {}),
+                             **({"network_rate": False} if args.spec_network_rate else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0
@@ -55,6 +59,7 @@ def main(argv=None) -> int:
     for system, rep in df.attrs["reports"].items():
         scale = ", ".join(f"{t} x{s:.3g}" for t, s in {**rep["tier_bandwidth_scale"], **rep["link_scale"]}.items())
         net = f", network {rep['network_latency_us']:.3g} us a link" if "network_latency_us" in rep else ""
+        net += f", network links at {rep['network_rate_GBps']:.4g} GB/s (osu_bw)" if "network_rate_GBps" in rep else ""
         print(f"# {system[:60]}: {scale}; step {rep['step_overhead_us']:.3g} us, "
               f"launch {rep['launch_overhead_us']:.3g} us{net}")
     if args.rows:

@@ -13,7 +13,9 @@ system (the AlaSKA and CSD3 clusters have three files each). For every system wi
 2. calibrates the topology on those two points with :func:`hcsim.calibrate.calibrate`,
    ``fit="bottleneck"``: two parameters for two points, the per-step overhead (on HCCL the
    launch overhead, :data:`LAUNCH_FIT_TRANSPORTS`) and the rate of one class of links (the one
-   that explains the points best), every other link as built;
+   that explains the points best), every other link as built, except that where the system's
+   source publishes a two-node point-to-point bandwidth (``p2p_bw_MBps``) the links between its
+   servers carry that rate instead of their line rate (:func:`with_network_rate`);
 3. predicts every other row with the algorithm that ran where the file says
    (:func:`hcsim.validate.row_algorithm`), else the library's own choice where its rule is known
    (Open MPI's fixed decision rules, :func:`open_mpi_fixed_rule`; for Intel MPI, whose rules are
@@ -83,15 +85,16 @@ def load_corpus(root: Path | str = PUBLISHED) -> list[dict]:
             from .calibrate import _positive
 
             s["nccl_ll_max_GBps"] = _positive("nccl_ll_max_GBps", e["nccl_ll_max_GBps"])
-        if e.get("pingpong_us") is not None:
-            from .calibrate import _positive
-            from .errors import ConfigError
+        for key, upper in (("pingpong_us", 1e6), ("p2p_bw_MBps", 1e9)):  # one published figure per system
+            if e.get(key) is not None:
+                from .calibrate import _positive
+                from .errors import ConfigError
 
-            us = _positive("pingpong_us", e["pingpong_us"], 1e6)
-            if s.get("pingpong_us", us) != us:
-                raise ConfigError(f"{e['file']}: pingpong_us = {us} where another file of {e['system']!r} gives "
-                                  f"{s['pingpong_us']}: one figure per system")
-            s["pingpong_us"] = us
+                v = _positive(key, e[key], upper)
+                if s.get(key, v) != v:
+                    raise ConfigError(f"{e['file']}: {key} = {v} where another file of {e['system']!r} gives "
+                                      f"{s[key]}: one figure per system")
+                s[key] = v
         s["entries"].append(e)
         s["frames"].append(df)
     out = []
@@ -386,6 +389,79 @@ def with_network_latency(topology, one_way_s: float):
     return out
 
 
+def with_network_rate(topology, rate_Bps: float):
+    """A copy of ``topology`` whose links deeper in the network than the ranks' own (no NPU at
+    either end, as :func:`with_network_latency` takes them) are slowed by one factor, so that the
+    slowest of them on a path between two servers carries ``rate_Bps``; a topology whose paths
+    already carry at most that, or that has one server, is returned as a copy, unchanged (a
+    published rate never speeds a link past its spec).
+
+    For the corpus's MPI systems, whose ``corpus.yaml`` entries give ``p2p_bw_MBps``: the MPI
+    point-to-point bandwidth their sources publish for two ranks on two nodes (``osu_bw``, a
+    benchmark apart from the corpus's sweeps), which sits below the port's line rate by the
+    wire's framing and the library's own ceiling (docs/validation.md, change 33).
+
+    Parameters
+    ----------
+    topology : str, Path or Topology
+    rate_Bps : float
+        Bytes per second one pair of ranks on two servers gets over the network, > 0.
+
+    Raises
+    ------
+    ConfigError
+        If paths between servers have different bottlenecks among their deeper links (one
+        factor would then not give each the rate).
+
+    Examples
+    --------
+    >>> from hcsim.topology import leaf_spine
+    >>> base = leaf_spine(2, 4, 1, 10e9, oversubscription=4.0, npus_per_server=4)
+    >>> base.link_spec("leaf0", "spine0").bandwidth_Bps
+    10000000000.0
+    >>> t = with_network_rate(base, 9.25e9)
+    >>> t.link_spec("leaf0", "spine0").bandwidth_Bps, t.link_spec("npu0", "leaf0").bandwidth_Bps
+    (9250000000.0, 10000000000.0)
+    """
+    import dataclasses
+
+    import networkx as nx
+
+    from .calibrate import _positive
+    from .errors import ConfigError
+    from .topology.io import load_topology
+
+    rate = _positive("rate_Bps", rate_Bps)
+    out = load_topology(topology).copy()
+    g = out.graph
+    first = {}
+    for n, d in g.nodes(data=True):
+        if d.get("kind") == "npu":
+            first.setdefault(out.npu_spec(n).server, n)
+    if len(first) < 2:
+        return out
+
+    def deeper(u, v):
+        return g.nodes[u].get("kind") != "npu" and g.nodes[v].get("kind") != "npu"
+
+    src, *others = first.values()
+    slowest = set()
+    for dst in others:
+        p = nx.shortest_path(g, src, dst)
+        hops = [out.link_spec(u, v).bandwidth_Bps for u, v in zip(p[:-1], p[1:], strict=True) if deeper(u, v)]
+        slowest.add(min(hops) if hops else None)
+    if len(slowest) != 1 or None in slowest:
+        raise ConfigError(f"{out.name!r}: paths between servers have bottlenecks {sorted(map(str, slowest))} among "
+                          "their links deeper than the ranks' own; with_network_rate needs one")
+    bottleneck = slowest.pop()
+    if rate >= bottleneck:
+        return out
+    for u, v, d in g.edges(data=True):
+        if deeper(u, v):  # the bottleneck link gets the rate exactly: its bandwidth / bottleneck is 1.0
+            d["spec"] = dataclasses.replace(d["spec"], bandwidth_Bps=d["spec"].bandwidth_Bps / bottleneck * rate)
+    return out
+
+
 def _library(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
     """Rows that name no algorithm get the library's rule where one is known (:data:`LIBRARY_RULES`),
     else HCCL's choice as :func:`_selected` gives it."""
@@ -544,7 +620,7 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
 
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
                     regimes: bool = True, network_latency: bool = False, network_fit: bool = False,
-                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+                    network_rate: bool = True, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
@@ -574,6 +650,12 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     between its servers (:func:`with_network_latency`) and the same two-parameter fit; off by
     default, as it did not improve the table (docs/validation.md, change 30).
 
+    ``network_rate=True`` (default, since change 33): a system whose corpus entry gives
+    ``p2p_bw_MBps`` (its source's published two-node MPI bandwidth) has the links between its
+    servers slowed to that rate (:func:`with_network_rate`) before the fit; the spec line rate
+    with ``False``. The fit's two parameters are unchanged (no link class is fitted twice: where
+    the fit picks the network's links it rescales them from the published rate).
+
     ``network_fit=True``: a system whose transport is in :data:`NETWORK_FIT_TRANSPORTS` is fitted
     with ``fixed_cost="network"`` (the network links' latency in place of the per-step overhead,
     which stays as the topology builds it).
@@ -584,11 +666,14 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     from .topology.io import load_topology
     from .validate import measured_ranks, validate_measured
 
-    for name, flag in (("network_latency", network_latency), ("network_fit", network_fit)):
+    for name, flag in (("network_latency", network_latency), ("network_fit", network_fit),
+                       ("network_rate", network_rate)):
         if not isinstance(flag, (bool, np.bool_)):
             from .errors import bad_value
 
             raise bad_value(name, flag, "True or False")
+    if network_rate and system.get("p2p_bw_MBps") is not None:
+        system = {**system, "topology": with_network_rate(system["topology"], system["p2p_bw_MBps"] * 1e6)}
     if network_latency and system.get("pingpong_us") is not None:
         system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
     measured = system["measured"]
@@ -618,6 +703,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     rows = _add_local_work(validate_measured(measured, fitted, algorithm=algo, max_work=CORPUS_VALIDATION_WORK),
                            system)
     rows["calibration"] = rows.index.isin(cal)
+    if network_rate and system.get("p2p_bw_MBps") is not None:
+        report = {**report, "network_rate_GBps": system["p2p_bw_MBps"] / 1e3}
     return rows, report
 
 
@@ -650,7 +737,7 @@ def _size(n: int) -> str:
 
 def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "library",
                     fit: str = "bottleneck", regimes: bool = True, network_latency: bool = False,
-                    network_fit: bool = False, **calibrate_kwargs) -> pd.DataFrame:
+                    network_fit: bool = False, network_rate: bool = True, **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -659,7 +746,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    algorithm, fit, regimes, network_latency, network_fit, **calibrate_kwargs
+    algorithm, fit, regimes, network_latency, network_fit, network_rate, **calibrate_kwargs
         As :func:`validate_system` takes them.
 
     Returns
@@ -686,7 +773,8 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
     for s in corpus:
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
-        rows, report = validate_system(s, algorithm, fit, regimes, network_latency, network_fit, **calibrate_kwargs)
+        rows, report = validate_system(s, algorithm, fit, regimes, network_latency, network_fit, network_rate,
+                                       **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)

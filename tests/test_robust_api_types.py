@@ -321,6 +321,8 @@ def test_the_plots_refuse_what_they_cannot_draw_in_one_line(tmp_path, call, fiel
     (lambda df: hcsim.corpus.calibration_points(np.uint8(1)), "measured"),
     (lambda df: hcsim.corpus.open_mpi_fixed_rule(np.zeros(0), 8, 4), "collective"),
     (lambda df: hcsim.corpus.with_network_latency(ring(4, 1e9), np.zeros(0)), "one_way_s"),
+    (lambda df: hcsim.corpus.with_network_rate(ring(4, 1e9), np.zeros(0)), "rate_Bps"),
+    (lambda df: hcsim.corpus.with_network_rate(None, 1e9), "topology"),
     (lambda df: hcsim.backends.readers.detect_format(np.uint8(0)), "text"),
     (lambda df: hcsim.backends.readers.hcsim_algorithm(np.zeros(0), "ring"), "collective"),
     (lambda df: hcsim.api.rank_layout(ring(4, 1e9), np.uint8(0)), "rank_nodes"),
