@@ -117,6 +117,24 @@ def calibration_points(measured: pd.DataFrame) -> list[int]:
     >>> calibration_points(df)
     [0, 2]
     """
+    sweep = measured.loc[calibration_sweep(measured)]
+    lo = sweep["size_bytes"].idxmin()
+    hi = sweep["size_bytes"].idxmax()
+    return [lo] if lo == hi else [lo, hi]
+
+
+def calibration_sweep(measured: pd.DataFrame) -> list:
+    """Row labels of a system's first sweep: the rows of the first row's collective, recorded
+    algorithm and rank count (:func:`calibration_points` takes its smallest and largest size;
+    ``validate_system(sweep_bands=...)`` calibrates on all of it).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"collective": ["allreduce"] * 3 + ["allgather"],
+    ...                    "size_bytes": [8, 1024, 1 << 30, 8], "time_us": [1.0, 2.0, 3.0, 4.0]})
+    >>> calibration_sweep(df)
+    [0, 1, 2]
+    """
     check_frame(measured, "hcsim.backends.load_measured", ("collective", "size_bytes"), ("size_bytes",),
                 field="measured")
     first = measured.iloc[0]
@@ -124,10 +142,7 @@ def calibration_points(measured: pd.DataFrame) -> list[int]:
     for col in ("algorithm", "ranks"):
         if col in measured.columns and not pd.isna(first[col]):
             same &= measured[col] == first[col]
-    sweep = measured[same]
-    lo = sweep["size_bytes"].idxmin()
-    hi = sweep["size_bytes"].idxmax()
-    return [lo] if lo == hi else [lo, hi]
+    return measured.index[same].tolist()
 
 
 def _summary(err: pd.Series) -> tuple[float, float]:
@@ -620,7 +635,8 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
 
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
                     regimes: bool = True, network_latency: bool = False, network_fit: bool = False,
-                    network_rate: bool = True, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+                    network_rate: bool = True, sweep_bands: int | None = None, sweep_leave_one_out: bool = False,
+                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
@@ -655,6 +671,15 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     servers slowed to that rate (:func:`with_network_rate`) before the fit; the spec line rate
     with ``False``. The fit's two parameters are unchanged (no link class is fitted twice: where
     the fit picks the network's links it rescales them from the published rate).
+
+    ``sweep_bands=K``: calibrate on the whole first sweep (:func:`calibration_sweep`), not on two of
+    its points: :func:`hcsim.calibrate_sweep.calibrate_sweep`, its line on the sweep's smallest and
+    largest points as the two-point rule fits them and an efficiency curve of ``K`` bands of
+    message size on all of them; every row of the sweep is then a calibration row (a first sweep
+    of two points, the 910B server's sendrecv, keeps the two-point fit). Not the
+    issue's two-point rule: its own table (docs/validation.md, change 34). With
+    ``sweep_leave_one_out`` the report also has the sweep's leave-one-out errors (a whole fit
+    per point of the sweep).
 
     ``network_fit=True``: a system whose transport is in :data:`NETWORK_FIT_TRANSPORTS` is fitted
     with ``fixed_cost="network"`` (the network links' latency in place of the per-step overhead,
@@ -698,8 +723,21 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         calibrate_kwargs = {"fixed_cost": "launch", **calibrate_kwargs}
     if network_fit and fit == "bottleneck" and library and library[0] in NETWORK_FIT_TRANSPORTS:
         calibrate_kwargs = {"fixed_cost": "network", **calibrate_kwargs}
-    fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
-                               fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
+    if sweep_bands is None or len(calibration_sweep(system["measured"])) < 3:  # a sweep of two points is the two-point fit
+        fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
+                                   fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
+    else:
+        from .calibrate_sweep import calibrate_sweep
+
+        if fit != "bottleneck":
+            from .errors import bad_value
+
+            raise bad_value("fit", fit, "bottleneck with sweep_bands (the sweep's line is a bottleneck fit)")
+        cal = calibration_sweep(system["measured"])  # as the two points are taken: before the library's rule
+        fitted, report = calibrate_sweep(system["topology"], measured.loc[cal], bands=sweep_bands,
+                                         source=system["system"], algorithm=algo,
+                                         leave_one_out=sweep_leave_one_out,
+                                         **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     rows = _add_local_work(validate_measured(measured, fitted, algorithm=algo, max_work=CORPUS_VALIDATION_WORK),
                            system)
     rows["calibration"] = rows.index.isin(cal)

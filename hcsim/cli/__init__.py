@@ -237,10 +237,20 @@ def _parser() -> argparse.ArgumentParser:
                     "size=bytes,time=latency:ms; busbw=COL:GBps; wide=algorithm,values=time:us (docs/validation.md)")
     ca.add_argument("--algo", default="auto", help="what ran (default: the one each row records, else HCCL's choice)")
     ca.add_argument("--out", required=True, help="write the calibrated topology YAML here")
-    ca.add_argument("--fit", default="tiers", choices=("tiers", "bottleneck"),
+    ca.add_argument("--fit", default="tiers", choices=("tiers", "bottleneck", "curve"),
                     help="tiers: a bandwidth scale per tier the points cross, the step overhead and a launch "
                     "factor; bottleneck: two parameters (the step overhead and the rate of the one class of links "
-                    "that limits the points), for a fit from two points of a sweep (docs/validation.md)")
+                    "that limits the points), for a fit from two points of a sweep; curve: a whole sweep, the "
+                    "bottleneck line on its smallest and largest points and a monotone efficiency curve by message "
+                    "size on all of them (docs/validation.md)")
+    ca.add_argument("--bands", type=int, default=None,
+                    help="with --fit curve: bands of message size of the curve (default 4)")
+    ca.add_argument("--direction", default=None, choices=("either", "rising", "falling"),
+                    help="with --fit curve: which way the efficiency goes with the message size (default either: "
+                    "both fitted, the better kept)")
+    ca.add_argument("--leave-one-out", action="store_true",
+                    help="also refit without each point in turn and predict it (one whole fit per point); print "
+                    "every point's error and their median and largest")
     ca.add_argument("--prefer-rank-links", action="store_true",
                     help="with --fit bottleneck, for ranks that are CPU processes (MPI): fit the ranks' own links "
                     "where the points cannot tell them from a link deeper in the network (a node's NIC), which "
@@ -576,6 +586,10 @@ def _cmd_calibrate(a) -> int:
     if a.measured is None or a.topology is None:
         raise HcsimError("calibrate: --measured FILE and --topology T, or --backend mpi --testbed SPEC")
     measured = load_measured(a.measured, a.op, a.ranks, a.columns)
+    if a.fit != "curve" and (a.bands is not None or a.direction is not None):
+        raise HcsimError(f"--{'bands' if a.bands is not None else 'direction'}: only with --fit curve")
+    if a.fit == "curve":
+        return _calibrate_curve(a, measured)
     fitted, rep = calibrate(a.topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work,
                             fit=a.fit, prefer_rank_links=a.prefer_rank_links)
     scales = ", ".join(f"{t} x{v:.4f}" for t, v in {**rep["tier_bandwidth_scale"],
@@ -586,6 +600,46 @@ def _cmd_calibrate(a) -> int:
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
     print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
           f"({rep['evaluations']} evaluations of at most {rep['evaluation_limit']})")
+    if a.leave_one_out:
+        from ..calibrate_sweep import leave_one_out_errors
+
+        _print_leave_one_out(leave_one_out_errors(a.topology, measured, fit=a.fit, algorithm=a.algo,
+                                                  max_work=a.max_work, prefer_rank_links=a.prefer_rank_links))
+    print(f"# written to {save_topology(fitted, a.out)}")
+    return 0
+
+
+def _print_leave_one_out(loo) -> None:
+    """Each point's leave-one-out error, then their median and largest."""
+    print("# leave-one-out: each point predicted by a fit on the others")
+    print(f"# {'collective':<14}{'size (B)':>14}{'measured us':>14}{'predicted us':>14}{'error':>9}")
+    for r in loo.itertuples():
+        print(f"  {r.collective:<14}{r.size_bytes:>14}{r.measured_us:>14.2f}{r.predicted_us:>14.2f}{100 * r.error:>+8.1f}%")
+    err = loo["error"].abs()
+    print(f"# leave-one-out |error|: median {100 * err.median():.1f}%, largest {100 * err.max():.1f}% "
+          f"({len(loo)} points)")
+
+
+def _calibrate_curve(a, measured) -> int:
+    from ..calibrate_sweep import DEFAULT_BANDS, calibrate_sweep, leave_one_out_errors
+    from ..topology.io import save_topology
+
+    kw = {"bands": DEFAULT_BANDS if a.bands is None else a.bands, "direction": a.direction or "either",
+          "algorithm": a.algo, "max_work": a.max_work,
+          **({"prefer_rank_links": True} if a.prefer_rank_links else {})}
+    fitted, rep = calibrate_sweep(a.topology, measured, source=str(a.measured), **kw)
+    line = rep["line"]
+    scales = ", ".join(f"{t} x{v:.4f}" for t, v in {**line["tier_bandwidth_scale"], **line["link_scale"]}.items())
+    print(f"# line on {rep['line_points'][0]} B and {rep['line_points'][1]} B: bandwidth {scales}; step overhead "
+          f"{line['step_overhead_us']:.3f} us; launch {line['launch_overhead_us']:.3f} us")
+    curve = "; ".join(f"from {c['from_bytes']} B x{c['efficiency']:.3f} ({c['points']} points)"
+                      for c in rep["efficiency_curve"])
+    print(f"# efficiency by message size ({rep['direction']}): {curve}")
+    print(f"# rms log error over {rep['measured_points']} points: line {rep['rms_log_error_line']:.4f} -> with the "
+          f"curve {rep['rms_log_error_after']:.4f} ({rep['evaluations']} evaluations of at most "
+          f"{rep['evaluation_limit']})")
+    if a.leave_one_out:
+        _print_leave_one_out(leave_one_out_errors(a.topology, measured, fit="curve", **kw))
     print(f"# written to {save_topology(fitted, a.out)}")
     return 0
 
