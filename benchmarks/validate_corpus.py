@@ -39,6 +39,11 @@ def main(argv=None) -> int:
     ap.add_argument("--spec-network-rate", action="store_true",
                     help="keep the links between the nodes at their spec line rate, not the source's published "
                          "two-node osu_bw (corpus.yaml p2p_bw_MBps; docs/validation.md change 33; the table before it)")
+    ap.add_argument("--sweep-bands", type=int, default=None,
+                    help="calibrate each system on its whole first sweep (a line and an efficiency curve of this many "
+                         "bands of message size, hcsim.calibrate_sweep; docs/validation.md change 34), not on two points")
+    ap.add_argument("--leave-one-out", action="store_true",
+                    help="with --sweep-bands: also each sweep's leave-one-out errors (a whole fit per point: slow)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -47,7 +52,9 @@ def main(argv=None) -> int:
                              **({"algorithm": args.algorithm} if args.algorithm else {}),
                              **({"network_latency": True} if args.network_latency else {}),
                              **({"network_fit": True} if args.network_fit else {}),
-                             **({"network_rate": False} if args.spec_network_rate else {}))
+                             **({"network_rate": False} if args.spec_network_rate else {}),
+                             **({"sweep_bands": args.sweep_bands} if args.sweep_bands else {}),
+                             **({"sweep_leave_one_out": True} if args.leave_one_out else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0
@@ -56,7 +63,19 @@ def main(argv=None) -> int:
     print(f"\nall systems pooled: {o['points']} predicted rows, median |error| {100 * o['median_all']:.1f}% "
           f"(p90 {100 * o['p90_all']:.1f}%); >= 1 MiB: median {100 * o['median_1mib']:.1f}% "
           f"(p90 {100 * o['p90_1mib']:.1f}%)")
+    if args.sweep_bands:
+        print("\n| system | sweep points | curve | in-sample median | in-sample p90 | leave-one-out median | "
+              "leave-one-out max |\n|---|---:|---|---:|---:|---:|---:|")
+        for system, rep in df.attrs["reports"].items():
+            rows = df.attrs["rows"][system]
+            cal = rows[rows["calibration"]]["error"].abs()
+            curve = ", ".join(f"{c['from_bytes']}: x{c['efficiency']:.3g}" for c in rep.get("efficiency_curve", []))
+            loo = rep.get("leave_one_out")
+            print(f"| {system} | {len(cal)} | {rep.get('direction', '-')} {curve or '(two points)'} | "
+                  f"{100 * cal.median():.1f}% | {100 * cal.quantile(0.9):.1f}% | "
+                  + (f"{100 * loo['median_abs_error']:.1f}% | {100 * loo['max_abs_error']:.1f}% |" if loo else "- | - |"))
     for system, rep in df.attrs["reports"].items():
+        rep = {**rep, **rep.get("line", {})}  # a sweep's fit reports its line apart
         scale = ", ".join(f"{t} x{s:.3g}" for t, s in {**rep["tier_bandwidth_scale"], **rep["link_scale"]}.items())
         net = f", network {rep['network_latency_us']:.3g} us a link" if "network_latency_us" in rep else ""
         net += f", network links at {rep['network_rate_GBps']:.4g} GB/s (osu_bw)" if "network_rate_GBps" in rep else ""

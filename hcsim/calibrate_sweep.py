@@ -168,9 +168,10 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
         ``collective, size_bytes, time_us`` and optionally ``ranks`` and ``algorithm``
         (:func:`hcsim.backends.load_measured`); at least 3 rows, of 2 sizes or more.
     bands : int
-        Bands of message size of the curve (1 to :data:`MAX_BANDS`; 1: the line alone). Their
-        edges split the points' largest messages (:func:`point_messages`) into groups of about
-        equal count; the top band keeps the line's rate.
+        Bands of message size of the curve (1 to :data:`MAX_BANDS`; 1: the line alone; at most
+        half the points, so that each band has two). Their edges split the points' largest
+        messages (:func:`point_messages`) into groups of about equal count; the top band keeps
+        the line's rate.
     direction : {"either", "rising", "falling"}
         Which way the curve is monotone in the message size. ``"rising"``: small messages get
         less of the line's rate (protocols that pipeline deeper with size: NCCL, HCCL, RDMA);
@@ -262,9 +263,10 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
                         source=source, regimes=regimes_with(starts, eff), **{"max_work": max_work, **line_kwargs})
         return (*out, plain["regimes"] or MessageRegimes())
 
+    rows_all = measured.index
     line, line_rep, line_plain = fit_line((0,), (1.0,))
     messages = point_messages(line, measured, algorithm)
-    starts = _bands(messages, int(bands))
+    starts = _bands(messages, min(int(bands), max(1, len(rows_all) // 2)))  # two points a band at least
     band_of = np.searchsorted(np.asarray(starts), messages, side="right") - 1
     rows = [r for _, r in measured.iterrows()]
     times = measured["time_us"].astype(float).to_numpy()

@@ -759,9 +759,11 @@ def system_summary(system: str, rows: pd.DataFrame) -> dict:
     if "algorithm_given" in rows.columns and rows.groupby(["collective", "size_bytes"]).size().max() > 1:
         agree = fastest_agreement(rows.assign(algorithm=rows["algorithm_given"]), margin=AGREEMENT_MARGIN)
         fastest = f"{int(agree.agree.sum())}/{len(agree)}"
-    return {"system": system, "rows": len(rows),
-            "calibration": ", ".join(f"{c} {_size(n)}" for c, n in zip(cal["collective"], cal["size_bytes"],
-                                                                        strict=True)),
+    said = (", ".join(f"{c} {_size(n)}" for c, n in zip(cal["collective"], cal["size_bytes"], strict=True))
+            if len(cal) <= 2 else  # a whole sweep (validate_system's sweep_bands)
+            f"{cal['collective'].iloc[0]} sweep, {len(cal)} sizes {_size(int(cal['size_bytes'].min()))} - "
+            f"{_size(int(cal['size_bytes'].max()))}")
+    return {"system": system, "rows": len(rows), "calibration": said,
             "predicted": len(pred), "median_all": med, "p90_all": p90, "points_1mib": len(big),
             "median_1mib": med1, "p90_1mib": p901, "fastest": fastest}
 
@@ -775,7 +777,8 @@ def _size(n: int) -> str:
 
 def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "library",
                     fit: str = "bottleneck", regimes: bool = True, network_latency: bool = False,
-                    network_fit: bool = False, network_rate: bool = True, **calibrate_kwargs) -> pd.DataFrame:
+                    network_fit: bool = False, network_rate: bool = True, sweep_bands: int | None = None,
+                    sweep_leave_one_out: bool = False, **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -784,7 +787,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    algorithm, fit, regimes, network_latency, network_fit, network_rate, **calibrate_kwargs
+    algorithm, fit, regimes, network_latency, network_fit, network_rate, sweep_bands, sweep_leave_one_out, **calibrate_kwargs
         As :func:`validate_system` takes them.
 
     Returns
@@ -812,7 +815,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
         rows, report = validate_system(s, algorithm, fit, regimes, network_latency, network_fit, network_rate,
-                                       **calibrate_kwargs)
+                                       sweep_bands, sweep_leave_one_out, **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)

@@ -167,3 +167,27 @@ def test_cli_fits_a_curve_and_prints_leave_one_out(tmp_path):
                           str(start), "--bands", "2", "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "--bands: only with --fit curve" in bad.stderr
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_the_corpus_calibrates_a_system_on_its_whole_first_sweep():
+    from hcsim.corpus import calibration_points, calibration_sweep, system_summary, validate_system
+
+    truth = _truth((0.5, 1.0), (0, 65536))
+    sweep = _measured(truth)
+    other = pd.DataFrame({"collective": "reducescatter", "algorithm": "ring", "ranks": 4,
+                          "size_bytes": [1 << 16, 1 << 22],
+                          "time_us": [simulate(truth, "reducescatter", n, "ring").time_us for n in (1 << 16, 1 << 22)]})
+    measured = pd.concat([sweep, other], ignore_index=True)
+    assert calibration_sweep(measured) == list(range(6)) and calibration_points(measured) == [0, 5]
+    system = {"system": "toy", "topology": single_switch(4, 2e9), "transport": None, "measured": measured}
+    rows, rep = validate_system(system, sweep_bands=2, max_evals=60)
+    assert rows["calibration"].tolist() == [True] * 6 + [False] * 2
+    assert rep["fit"] == "curve" and len(rep["efficiency_curve"]) == 2
+    assert rows.loc[6:, "error"].abs().max() < 0.03  # the curve carries to a collective it was not fitted on
+    two, _ = validate_system(system)
+    assert two.loc[6:, "error"].abs().max() > 0.1  # the two-point line does not
+    assert system_summary("toy", rows)["calibration"] == "allgather sweep, 6 sizes 4 KiB - 4 MiB"
+    # a first sweep of two points keeps the two-point fit
+    short, rep2 = validate_system({**system, "measured": measured.drop(index=[1, 2, 3, 4]).reset_index(drop=True)},
+                                  sweep_bands=2)
+    assert short["calibration"].sum() == 2 and rep2["fit"] == "bottleneck"
