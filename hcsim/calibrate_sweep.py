@@ -245,7 +245,8 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
                           "two sizes at least (its smallest and largest fix the line)")
     from .engine.regimes import MessageRegimes
 
-    user = line_kwargs.pop("regimes", None)
+    user = line_kwargs.get("regimes")
+    own = {k: v for k, v in line_kwargs.items() if k != "regimes"}  # the line's fit gets the regimes with the curve
     base = load_topology(topology).defaults.message_regimes
     plain = {}  # the regimes without the curve at the line's fitted values (its build's last call)
 
@@ -260,13 +261,12 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
     def fit_line(starts, eff):
         """The line on its two points with the curve in place, and its regimes without the curve."""
         out = calibrate(topology, measured.loc[[small, large]], fit="bottleneck", algorithm=algorithm,
-                        source=source, regimes=regimes_with(starts, eff), **{"max_work": max_work, **line_kwargs})
+                        source=source, regimes=regimes_with(starts, eff), **{"max_work": max_work, **own})
         return (*out, plain["regimes"] or MessageRegimes())
 
-    rows_all = measured.index
     line, line_rep, line_plain = fit_line((0,), (1.0,))
     messages = point_messages(line, measured, algorithm)
-    starts = _bands(messages, min(int(bands), max(1, len(rows_all) // 2)))  # two points a band at least
+    starts = _bands(messages, min(int(bands), max(1, len(measured) // 2)))  # two points a band at least
     band_of = np.searchsorted(np.asarray(starts), messages, side="right") - 1
     rows = [r for _, r in measured.iterrows()]
     times = measured["time_us"].astype(float).to_numpy()
@@ -342,8 +342,8 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
     }
     if leave_one_out:
         loo = leave_one_out_errors(topology, measured, algorithm=algorithm, bands=bands, direction=direction,
-                                   max_evals=max_evals,
-                                         max_simulations=max_simulations, max_work=max_work, **line_kwargs)
+                                   max_evals=max_evals, max_simulations=max_simulations, max_work=max_work,
+                                   **line_kwargs)
         report["leave_one_out"] = {"points": len(loo), "median_abs_error": float(loo["error"].abs().median()),
                                    "max_abs_error": float(loo["error"].abs().max()),
                                    "errors": [float(e) for e in loo["error"]]}

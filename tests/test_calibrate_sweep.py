@@ -191,3 +191,25 @@ def test_the_corpus_calibrates_a_system_on_its_whole_first_sweep():
     short, rep2 = validate_system({**system, "measured": measured.drop(index=[1, 2, 3, 4]).reset_index(drop=True)},
                                   sweep_bands=2)
     assert short["calibration"].sum() == 2 and rep2["fit"] == "bottleneck"
+
+
+def test_a_transports_regimes_reach_the_line_and_every_leave_one_out_refit():
+    """The caller's regimes (a function of the line's step and rate, as NCCL's protocols are) go to the line's fit
+    in calibrate_sweep and in each of its leave-one-out refits: the curve multiplies them, never replaces them."""
+    seen = []
+
+    def regimes(step_s, link_Bps):
+        seen.append(link_Bps)
+        return MessageRegimes(from_bytes=(0, 2048), overhead_s=(0.0, 0.0), efficiency=(0.9, 1.0),
+                              start_when=("sender", "both"))
+
+    m = _measured(_truth((0.5, 1.0), (0, 65536)), SIZES[:4])
+    kw = {"bands": 2, "direction": "rising", "max_evals": 30, "regimes": regimes}
+    fitted, _ = calibrate_sweep(single_switch(4, 2e9), m, **kw)
+    assert fitted.defaults.message_regimes.start_when[0] == "sender"  # the transport's rule kept under the curve
+    assert fitted.defaults.message_regimes.from_bytes[:2] == (0, 2048)
+    alone = len(seen)
+    seen.clear()
+    _, rep = calibrate_sweep(single_switch(4, 2e9), m, leave_one_out=True, **kw)
+    assert rep["leave_one_out"]["points"] == 4
+    assert len(seen) - alone > 4 * 10  # the four refits' lines were fitted with the regimes too (0 calls without)
