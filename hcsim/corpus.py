@@ -338,6 +338,25 @@ def _add_local_work(rows: pd.DataFrame, system: dict) -> pd.DataFrame:
     return out
 
 
+def _between_servers(topo):
+    """``(paths, deeper)``: a shortest path from the first NPU of the first server to the first NPU
+    of every other server (none on one server), and whether a link lies deeper in the network
+    than the ranks' own (no NPU at either end)."""
+    import networkx as nx
+
+    g = topo.graph
+    first = {}
+    for n, d in g.nodes(data=True):
+        if d.get("kind") == "npu":
+            first.setdefault(topo.npu_spec(n).server, n)
+    src, *others = first.values() if first else [None]
+
+    def deeper(u, v):
+        return g.nodes[u].get("kind") != "npu" and g.nodes[v].get("kind") != "npu"
+
+    return [nx.shortest_path(g, src, dst) for dst in others], deeper
+
+
 def with_network_latency(topology, one_way_s: float):
     """A copy of ``topology`` whose links deeper in the network than the ranks' own (no NPU at
     either end: a node's NIC to its switch, the switches' own) carry latency, ``one_way_s`` in
@@ -369,7 +388,6 @@ def with_network_latency(topology, one_way_s: float):
     >>> t.link_spec("leaf0", "spine0").latency_s, t.link_spec("npu0", "leaf0").latency_s
     (1e-06, 0.0)
     """
-    import networkx as nx
 
     from .calibrate import _positive
     from .errors import ConfigError, bad_value
@@ -379,25 +397,15 @@ def with_network_latency(topology, one_way_s: float):
     if not is_real(one_way_s) or not (one_way_s == 0 or _positive("one_way_s", one_way_s, 1.0)):
         raise bad_value("one_way_s", one_way_s, "seconds, from 0 to 1")
     out = load_topology(topology).copy()
-    g = out.graph
-    npus = [n for n, d in g.nodes(data=True) if d.get("kind") == "npu"]
-    first = {}
-    for n in npus:
-        first.setdefault(out.npu_spec(n).server, n)
-    if len(first) < 2:
+    paths, deeper = _between_servers(out)
+    if not paths:
         return out
-
-    def deeper(u, v):
-        return g.nodes[u].get("kind") != "npu" and g.nodes[v].get("kind") != "npu"
-
-    src, *others = first.values()
-    hops = {sum(deeper(u, v) for u, v in zip(p[:-1], p[1:], strict=True)) for dst in others
-            for p in [nx.shortest_path(g, src, dst)]}
+    hops = {sum(deeper(u, v) for u, v in zip(p[:-1], p[1:], strict=True)) for p in paths}
     if len(hops) != 1 or 0 in hops:
         raise ConfigError(f"{out.name!r}: paths between servers cross {sorted(hops)} links deeper than the ranks' "
                           "own; with_network_latency needs one number of them, at least 1")
     each = float(one_way_s) / hops.pop()
-    for u, v, d in g.edges(data=True):
+    for u, v, d in out.graph.edges(data=True):
         if deeper(u, v):
             s = d["spec"]
             d["spec"] = LinkSpec(s.bandwidth_Bps, each, s.tier, s.inline_reduce)
@@ -440,29 +448,17 @@ def with_network_rate(topology, rate_Bps: float):
     """
     import dataclasses
 
-    import networkx as nx
-
     from .calibrate import _positive
     from .errors import ConfigError
     from .topology.io import load_topology
 
     rate = _positive("rate_Bps", rate_Bps)
     out = load_topology(topology).copy()
-    g = out.graph
-    first = {}
-    for n, d in g.nodes(data=True):
-        if d.get("kind") == "npu":
-            first.setdefault(out.npu_spec(n).server, n)
-    if len(first) < 2:
+    paths, deeper = _between_servers(out)
+    if not paths:
         return out
-
-    def deeper(u, v):
-        return g.nodes[u].get("kind") != "npu" and g.nodes[v].get("kind") != "npu"
-
-    src, *others = first.values()
     slowest = set()
-    for dst in others:
-        p = nx.shortest_path(g, src, dst)
+    for p in paths:
         hops = [out.link_spec(u, v).bandwidth_Bps for u, v in zip(p[:-1], p[1:], strict=True) if deeper(u, v)]
         slowest.add(min(hops) if hops else None)
     if len(slowest) != 1 or None in slowest:
@@ -471,7 +467,7 @@ def with_network_rate(topology, rate_Bps: float):
     bottleneck = slowest.pop()
     if rate >= bottleneck:
         return out
-    for u, v, d in g.edges(data=True):
+    for u, v, d in out.graph.edges(data=True):
         if deeper(u, v):  # the bottleneck link gets the rate exactly: its bandwidth / bottleneck is 1.0
             d["spec"] = dataclasses.replace(d["spec"], bandwidth_Bps=d["spec"].bandwidth_Bps / bottleneck * rate)
     return out

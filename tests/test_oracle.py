@@ -9,13 +9,15 @@ from hypothesis import strategies as st
 import hcsim
 from hcsim.algorithms import REGISTRY
 from hcsim.algorithms.cost import log2_floor
+from hcsim.algorithms.multiring import ring_strides
 
 PAIRS = [(c, a) for c, algos in REGISTRY.items() for a in algos]
 
 
 def even_size(p: int, k: int) -> int:
     """A size every chunking of these algorithms splits evenly (p, p' = 2^floor(log2 p), p*p)."""
-    return 2 * p * p * (1 << log2_floor(p)) * k  # x2: double ring halves every block
+    # x2: double ring halves every block; x its ring count: multiring splits every block in that many parts
+    return 2 * len(ring_strides(p)) * p * p * (1 << log2_floor(p)) * k
 
 
 @pytest.mark.parametrize("collective,algorithm", PAIRS)

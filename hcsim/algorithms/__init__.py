@@ -1,7 +1,7 @@
 """Algorithms: one module per algorithm, registered per collective.
 
 Importing this package registers ring, mesh, hd (recursive halving-doubling), nhr and nb
-(HCCL's nonuniform algorithms), star, double_ring, tree (binomial), bmtree (Open MPI's
+(HCCL's nonuniform algorithms), star, double_ring, multiring (k rings of coprime strides), tree (binomial), bmtree (Open MPI's
 binomial broadcast), rd (recursive doubling AllReduce), rabenseifner (Open MPI's
 halving order), pairwise, and reduce_bcast (HCCL's 910B small-count
 AllReduce).
@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     hd,
     hierarchy,
     mesh,
+    multiring,
     neighbor,
     nonuniform,
     pairwise,

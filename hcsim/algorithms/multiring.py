@@ -1,0 +1,119 @@
+"""Multi-ring: k rings at once, each over its own links, each carrying 1/k of every block.
+
+Ring j sends rank r -> r + s_j (mod p) with a stride s_j coprime to p, so every ring visits
+every rank; on a full mesh (the 910B server's HCCS, an MI300X node's xGMI) rings of different
+strides use different directed links, and the k rings move a block in the time one ring moves
+1/k of it. The strides are taken in the order 1, p-1, 3, p-3, 5, ... (each ring and its
+reverse), skipping those not coprime to p, up to :data:`MAX_RINGS`: 4 rings on 8 ranks (1, 7,
+3, 5), 2 on 4 (1, 3), 1 on 2. This is the channel parallelism of NCCL and RCCL (several rings
+over different NVLink / xGMI links at once: RCCL's topology table gives 8-GPU MI300X nodes 28
+ring orders, rccl src/graph/rome_models.cc) and of HCCL's several 8-card rings on 910A
+(hcomm topo_info_extractor.cc, FACTS.md s1), with HCCL's fixed orders replaced by strides.
+
+Each ring is the ring algorithm on its own rank order: in reduce-scatter step t (0-based) rank r
+sends ring j's part of block r - (t+1) s_j, reduced into the receiver's copy; in all-gather step
+t it forwards ring j's part of block r - t s_j. After p-1 reduce-scatter steps rank r holds its
+block r whole, as the ring leaves it.
+
+Costs (b = n/p; k rings on disjoint links): RS (p-1)(a + (b/k) beta + b gamma) (each rank
+reduces every part it receives: a whole block a step); AG (p-1)(a + (b/k) beta); AR their sum.
+On a topology where the rings share links (one NIC per rank, a physical ring) the event-driven
+mode charges the sharing and the closed form is optimistic, as for ``double_ring``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .cost import AlphaBetaGamma
+from .registry import AlgorithmSpec, register
+from .schedule import (
+    ChunkSpace,
+    CollectiveArgs,
+    LazySteps,
+    Schedule,
+    data_bytes,
+    make_step,
+    split_bytes,
+)
+
+SOURCE = "NCCL/RCCL channels (rccl src/graph/rome_models.cc); hcomm topo_info_extractor.cc (910A rings); FACTS.md s1"
+
+MAX_RINGS = 8
+"""Most rings run at once (NCCL runs up to 32 channels; 8 covers a full mesh of 8 to 16 ranks
+and keeps a step's transfers at 8 per rank)."""
+
+
+def ring_strides(p: int) -> tuple[int, ...]:
+    """The strides of the rings on ``p`` ranks: 1, p-1, 3, p-3, ... coprime to p, at most
+    :data:`MAX_RINGS`.
+
+    Examples
+    --------
+    >>> ring_strides(8), ring_strides(4), ring_strides(2), ring_strides(6), ring_strides(64)
+    ((1, 7, 3, 5), (1, 3), (1,), (1, 5), (1, 63, 3, 61, 5, 59, 7, 57))
+    """
+    out: list[int] = []
+    for s in range(1, p, 2 if p % 2 == 0 else 1):
+        for stride in (s, p - s):
+            if len(out) < MAX_RINGS and math.gcd(stride, p) == 1 and stride not in out:
+                out.append(stride)
+        if len(out) >= MAX_RINGS or s > p - s:
+            break
+    return tuple(out) or (1,)
+
+
+def rings_schedule(args: CollectiveArgs, phases, strides, name: str) -> Schedule:
+    """Rings of the given strides at once, each carrying its share of every block (chunk
+    ``k * b + j``: ring j's part of block b); ``phases`` among ``"rs"`` and ``"ag"``. The
+    double ring is this with strides (1, p-1)."""
+    p = args.p
+    strides = np.asarray(strides, dtype=np.int64)
+    k = len(strides)
+    parts = np.concatenate([split_bytes(b, k) for b in split_bytes(data_bytes(args), p)])
+    space = ChunkSpace(parts)  # chunk k*b + j: ring j's part of block b
+    src = np.tile(np.arange(p, dtype=np.int64), k)
+    s = np.repeat(strides, p)
+    ring = np.repeat(np.arange(k, dtype=np.int64), p)
+    dst = (src + s) % p
+    n_rs = p - 1 if "rs" in phases else 0
+    n_ag = p - 1 if "ag" in phases else 0
+
+    def step(t):
+        if t < n_rs:  # ring j's part of block r - (t+1) s_j, reduced into the receiver's copy
+            block, red = (src - (t + 1) * s) % p, True
+        else:  # ring j's part of block r - t' s_j, forwarded as it is
+            block, red = (src - (t - n_rs) * s) % p, False
+        lo = k * block + ring
+        return make_step(src, dst, space.range_bytes(lo, lo + 1), red, lo, lo + 1)
+
+    return Schedule(args, k * p, LazySteps(n_rs + n_ag, step), space.chunk_bytes, name)
+
+
+def _multiring(args: CollectiveArgs, phases) -> Schedule:
+    return rings_schedule(args, phases, ring_strides(args.p), "multiring")
+
+
+def _part(args: CollectiveArgs) -> float:
+    return args.nbytes / args.p / len(ring_strides(args.p))
+
+
+def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+    return (args.p - 1) * (m.alpha_s + _part(args) * m.beta_s_per_B)
+
+
+def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+    return (args.p - 1) * (m.alpha_s + _part(args) * m.beta_s_per_B + args.nbytes / args.p * m.gamma_s_per_B)
+
+
+def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+    return cost_reducescatter(args, m) + cost_allgather(args, m)
+
+
+for _coll, _cost, _ph in (("allreduce", cost_allreduce, ("rs", "ag")),
+                          ("reducescatter", cost_reducescatter, ("rs",)),
+                          ("allgather", cost_allgather, ("ag",))):
+    register(AlgorithmSpec("multiring", _coll, (lambda ph: (lambda a: _multiring(a, ph)))(_ph), _cost,
+                           "k rings of coprime strides at once, 1/k of every block each", SOURCE))
