@@ -300,22 +300,27 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
                              f"engine work ({len(rows)} simulations); raise it or use fewer points")
     from .calibrate import _nelder_mead
 
+    def fit_curve(sign, budget):
+        """Curve and line alternated (:data:`ROUNDS` rounds, ``budget`` evaluations of the curve in
+        all): the curve on every point with the line fixed, then the line on its two points with the
+        curve in place, so the smallest point's fixed cost is what is left once the curve prices its
+        bytes. Returns (mean squared log error, the line's fit, the curve's parameters, evaluations)."""
+        at, d, used = (line, line_rep, line_plain), np.zeros(len(starts) - 1), 0
+        for r in range(ROUNDS if len(starts) > 1 else 0):
+            if budget - used < len(starts) + 1:
+                break
+            d, _, e = _nelder_mead(lambda x, at=at: float(np.mean(predict(build(at, x, sign)) ** 2)), d,
+                                   [0.5 / (r + 1)] * len(d), max(len(starts) + 1, (budget - used) // (ROUNDS - r)))
+            used += e
+            at = fit_line(starts, tuple(_efficiencies(d, sign)))
+        return float(np.mean(predict(build(at, d, sign)) ** 2)), at, d, used
+
     signs = {"rising": (1,), "falling": (-1,), "either": (1, -1)}[direction] if len(starts) > 1 else (1,)
     evals, tried = 0, []
-    for k, sign in enumerate(signs):
-        # alternate: the curve on every point with the line fixed, then the line on its two points
-        # with the curve in place (the smallest point's messages are in a lower band: the line's
-        # fixed cost is what is left of its time once the curve prices its bytes)
-        at, d, share = (line, line_rep, line_plain), np.zeros(len(starts) - 1), (limits[limit_by] - evals) // (
-            len(signs) - k)
-        for r in range(ROUNDS if len(starts) > 1 else 0):
-            if share < len(starts) + 1:
-                break
-            d, _, e = _nelder_mead(lambda x, at=at, sign=sign: float(np.mean(predict(build(at, x, sign)) ** 2)), d,
-                                   [0.5 / (r + 1)] * len(d), max(len(starts) + 1, share // (ROUNDS - r)))
-            evals, share = evals + e, share - e
-            at = fit_line(starts, tuple(_efficiencies(d, sign)))
-        tried.append((float(np.mean(predict(build(at, d, sign)) ** 2)), k, at, d, sign))
+    for k, sign in enumerate(signs):  # each direction its share of what is left
+        loss, at, d, used = fit_curve(sign, (limits[limit_by] - evals) // (len(signs) - k))
+        evals += used
+        tried.append((loss, k, at, d, sign))
     _, _, (line, line_rep, line_plain), d, sign = min(tried, key=lambda t: t[:2])
     eff = _efficiencies(d, sign)
     fitted = build((line, line_rep, line_plain), d, sign)
