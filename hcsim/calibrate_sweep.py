@@ -304,8 +304,11 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
         """Curve and line alternated (:data:`ROUNDS` rounds, ``budget`` evaluations of the curve in
         all): the curve on every point with the line fixed, then the line on its two points with the
         curve in place, so the smallest point's fixed cost is what is left once the curve prices its
-        bytes. Returns (mean squared log error, the line's fit, the curve's parameters, evaluations)."""
+        bytes. Returns the best state a round ended in, the line alone included (so never worse
+        than the line over the points): (mean squared log error, the line's fit, the curve's
+        parameters), and the evaluations used."""
         at, d, used = (line, line_rep, line_plain), np.zeros(len(starts) - 1), 0
+        best = (float(np.mean(at_line ** 2)), at, d)
         for r in range(ROUNDS if len(starts) > 1 else 0):
             if budget - used < len(starts) + 1:
                 break
@@ -313,12 +316,15 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
                                    [0.5 / (r + 1)] * len(d), max(len(starts) + 1, (budget - used) // (ROUNDS - r)))
             used += e
             at = fit_line(starts, tuple(_efficiencies(d, sign)))
-        return float(np.mean(predict(build(at, d, sign)) ** 2)), at, d, used
+            loss = float(np.mean(predict(build(at, d, sign)) ** 2))
+            if loss < best[0]:
+                best = (loss, at, d)
+        return best, used
 
     signs = {"rising": (1,), "falling": (-1,), "either": (1, -1)}[direction] if len(starts) > 1 else (1,)
     evals, tried = 0, []
     for k, sign in enumerate(signs):  # each direction its share of what is left
-        loss, at, d, used = fit_curve(sign, (limits[limit_by] - evals) // (len(signs) - k))
+        (loss, at, d), used = fit_curve(sign, (limits[limit_by] - evals) // (len(signs) - k))
         evals += used
         tried.append((loss, k, at, d, sign))
     _, _, (line, line_rep, line_plain), d, sign = min(tried, key=lambda t: t[:2])

@@ -87,6 +87,7 @@ def test_the_curve_is_monotone_whatever_the_points():
         _, rep = calibrate_sweep(single_switch(4, 1e9), m, bands=3, direction=direction, max_evals=60)
         e = [c["efficiency"] for c in rep["efficiency_curve"]]
         assert e[-1] == 1.0
+        assert rep["rms_log_error_after"] <= rep["rms_log_error_line"] + 1e-12  # never worse than the line alone
         assert all(sign * (b - a) >= 0 for a, b in zip(e[:-1], e[1:], strict=True)), (direction, e)
 
 
