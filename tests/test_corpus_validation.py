@@ -85,3 +85,28 @@ def test_corpus_table_matches_docs():
 def test_stored_table_names_every_system_with_a_topology():
     assert {s["system"] for s in load_corpus()} == set(stored_table())
     assert all(re.fullmatch(r"\d+", c[1]) for c in stored_table().values())
+
+
+SWEEP_MARK = "<!-- corpus-sweep-table -->"
+
+
+def test_corpus_sweep_calibration_slice_matches_docs():
+    """The whole-sweep calibration's table (docs/validation.md change 34), recomputed for MI300X: its curve's
+    direction and its in-sample median and p90 |error| over the 31-point sweep."""
+    text = DOC.read_text()
+    assert SWEEP_MARK in text
+    stored = {}
+    for line in text.split(SWEEP_MARK, 1)[1].lstrip().splitlines():
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        stored[cells[0]] = cells
+    df = validate_corpus(systems=["MI300X"], sweep_bands=4)
+    (system, rows), = df.attrs["rows"].items()
+    rep = df.attrs["reports"][system]
+    cells = stored[system]
+    cal = rows[rows["calibration"]]["error"].abs()
+    assert int(cells[1]) == len(cal) == 31
+    assert cells[2].split()[0] == rep["direction"]
+    assert abs(100 * cal.median() - float(cells[3][:-1])) <= TOLERANCE_PP
+    assert abs(100 * cal.quantile(0.9) - float(cells[4][:-1])) <= TOLERANCE_PP
