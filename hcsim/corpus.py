@@ -117,7 +117,8 @@ def calibration_points(measured: pd.DataFrame) -> list[int]:
     >>> calibration_points(df)
     [0, 2]
     """
-    sweep = measured.loc[calibration_sweep(measured)]
+    labels = calibration_sweep(measured)  # checks the frame first
+    sweep = measured.loc[labels]
     lo = sweep["size_bytes"].idxmin()
     hi = sweep["size_bytes"].idxmax()
     return [lo] if lo == hi else [lo, hi]

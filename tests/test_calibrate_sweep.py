@@ -154,7 +154,8 @@ def test_too_few_points_or_one_size_are_refused():
 
 def test_cli_fits_a_curve_and_prints_leave_one_out(tmp_path):
     csv = tmp_path / "sweep.csv"
-    _measured(_truth((0.5, 1.0), (0, 65536)), SIZES[:5]).to_csv(csv, index=False)
+    # five messages, 1 KiB .. 256 KiB: two bands split them at 16 KiB, where the truth's edge is
+    _measured(_truth((0.5, 1.0), (0, 16384)), SIZES[:5]).to_csv(csv, index=False)
     start = save_topology(single_switch(4, 2e9), tmp_path / "start.yaml")
     out = tmp_path / "fitted.yaml"
     run = subprocess.run([sys.executable, "-m", "hcsim.cli", "calibrate", "--measured", str(csv), "--topology",
