@@ -92,28 +92,31 @@ def rings_schedule(args: CollectiveArgs, phases, strides, name: str) -> Schedule
     return Schedule(args, k * p, LazySteps(n_rs + n_ag, step), space.chunk_bytes, name)
 
 
-def _multiring(args: CollectiveArgs, phases) -> Schedule:
-    return rings_schedule(args, phases, ring_strides(args.p), "multiring")
+def register_rings(name: str, strides, parallel, summary: str, source: str) -> None:
+    """Register a family of rings for AllReduce, ReduceScatter and AllGather: ``strides(p)`` the
+    rings' strides, ``parallel(p)`` how many of them run on disjoint links (their closed forms
+    charge ``b / parallel(p)`` a step, b = n/p: RS (p-1)(a + (b/k) beta + b gamma), AG
+    (p-1)(a + (b/k) beta), AR their sum)."""
+
+    def part(args):
+        return args.nbytes / args.p / parallel(args.p)
+
+    def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+        return (args.p - 1) * (m.alpha_s + part(args) * m.beta_s_per_B)
+
+    def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+        # each rank reduces every part it receives: the reduction unit handles a whole block a step
+        return (args.p - 1) * (m.alpha_s + part(args) * m.beta_s_per_B + args.nbytes / args.p * m.gamma_s_per_B)
+
+    def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+        return cost_reducescatter(args, m) + cost_allgather(args, m)
+
+    for coll, cost, phases in (("allreduce", cost_allreduce, ("rs", "ag")),
+                               ("reducescatter", cost_reducescatter, ("rs",)),
+                               ("allgather", cost_allgather, ("ag",))):
+        register(AlgorithmSpec(name, coll, (lambda ph: (lambda a: rings_schedule(a, ph, strides(a.p), name)))(phases),
+                               cost, summary, source))
 
 
-def _part(args: CollectiveArgs) -> float:
-    return args.nbytes / args.p / len(ring_strides(args.p))
-
-
-def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-    return (args.p - 1) * (m.alpha_s + _part(args) * m.beta_s_per_B)
-
-
-def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-    return (args.p - 1) * (m.alpha_s + _part(args) * m.beta_s_per_B + args.nbytes / args.p * m.gamma_s_per_B)
-
-
-def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-    return cost_reducescatter(args, m) + cost_allgather(args, m)
-
-
-for _coll, _cost, _ph in (("allreduce", cost_allreduce, ("rs", "ag")),
-                          ("reducescatter", cost_reducescatter, ("rs",)),
-                          ("allgather", cost_allgather, ("ag",))):
-    register(AlgorithmSpec("multiring", _coll, (lambda ph: (lambda a: _multiring(a, ph)))(_ph), _cost,
-                           "k rings of coprime strides at once, 1/k of every block each", SOURCE))
+register_rings("multiring", ring_strides, lambda p: len(ring_strides(p)),
+               "k rings of coprime strides at once, 1/k of every block each", SOURCE)
