@@ -53,7 +53,7 @@ def main(argv=None) -> int:
                              **({"network_latency": True} if args.network_latency else {}),
                              **({"network_fit": True} if args.network_fit else {}),
                              **({"network_rate": False} if args.spec_network_rate else {}),
-                             **({"sweep_bands": args.sweep_bands} if args.sweep_bands else {}),
+                             **({"sweep_bands": args.sweep_bands} if args.sweep_bands is not None else {}),
                              **({"sweep_leave_one_out": True} if args.leave_one_out else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     print(f"\nall systems pooled: {o['points']} predicted rows, median |error| {100 * o['median_all']:.1f}% "
           f"(p90 {100 * o['p90_all']:.1f}%); >= 1 MiB: median {100 * o['median_1mib']:.1f}% "
           f"(p90 {100 * o['p90_1mib']:.1f}%)")
-    if args.sweep_bands:
+    if args.sweep_bands is not None:
         print("\n| system | sweep points | curve | in-sample median | in-sample p90 | leave-one-out median | "
               "leave-one-out max |\n|---|---:|---|---:|---:|---:|---:|")
         for system, rep in df.attrs["reports"].items():

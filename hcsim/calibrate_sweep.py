@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from .api import simulate
-from .errors import ConfigError, WorkLimitError, bad_value, is_int
+from .errors import ConfigError, WorkLimitError, bad_value, is_int, is_real
 from .topology.io import load_topology
 from .validate import measured_ranks, predict_row, row_algorithm
 
@@ -73,6 +73,9 @@ def point_messages(topology, measured: pd.DataFrame, algorithm="auto") -> np.nda
     >>> point_messages(single_switch(4, 1e9), m).tolist()
     [1024, 262144]
     """
+    from .backends.parsers import check_measured
+
+    check_measured(measured, "find the messages of")
     topo = load_topology(topology)
     out = []
     for i, (_, r) in enumerate(measured.iterrows()):
@@ -100,8 +103,18 @@ def curve_regimes(base, from_bytes, efficiency):
     >>> r.from_bytes, r.overhead_s, r.efficiency
     ((0, 4096, 65536), (1e-06, 2e-06, 2e-06), (0.4, 0.8, 1.0))
     """
-    from .engine.regimes import MessageRegimes
+    from .engine.regimes import EFFICIENCY_ALLOWED, MessageRegimes, _efficiency
 
+    if isinstance(from_bytes, (str, bytes)) or not hasattr(from_bytes, "__len__") or not len(from_bytes) \
+            or not all(is_int(b) and b >= 0 for b in from_bytes) or int(from_bytes[0]) != 0 \
+            or any(int(b) <= int(a) for a, b in zip(from_bytes[:-1], from_bytes[1:], strict=True)):
+        raise bad_value("from_bytes", from_bytes, "whole numbers of bytes, the first 0, each more than the one before")
+    if isinstance(efficiency, (str, bytes)) or not hasattr(efficiency, "__len__") \
+            or len(efficiency) != len(from_bytes):
+        raise bad_value("efficiency", efficiency, f"{len(from_bytes)} numbers, one per band")
+    for v in efficiency:
+        if not _efficiency(float(v) if is_real(v) else v):
+            raise bad_value("efficiency", v, EFFICIENCY_ALLOWED)
     base = base or MessageRegimes()
     cuts = sorted(set(int(b) for b in base.from_bytes) | set(int(b) for b in from_bytes))
     mine = np.searchsorted(np.asarray(from_bytes), cuts, side="right") - 1
@@ -144,14 +157,13 @@ def _efficiencies(d: np.ndarray, sign: int = 1) -> np.ndarray:
     return np.clip(e, MIN_EFFICIENCY, MAX_EFFICIENCY)
 
 
-def _check_measured_rows(measured, least: int):
+def _check_measured_rows(measured, least: int, why: str = "the two that fix the line, the smallest and the "
+                         "largest, and more to fit the curve on"):
     from .backends.parsers import check_measured
 
     check_measured(measured, "calibrate on")
     if len(measured) < least:
-        raise bad_value("measured points", len(measured),
-                        f"at least {least} (the two that fix the line, the smallest and the largest, and more to "
-                        "fit the curve on)")
+        raise bad_value("measured points", len(measured), f"at least {least} ({why})")
 
 
 def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BANDS, direction: str = "either",
@@ -169,9 +181,9 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
         (:func:`hcsim.backends.load_measured`); at least 3 rows, of 2 sizes or more.
     bands : int
         Bands of message size of the curve (1 to :data:`MAX_BANDS`; 1: the line alone; at most
-        half the points, so that each band has two). Their edges split the points' largest
-        messages (:func:`point_messages`) into groups of about equal count; the top band keeps
-        the line's rate.
+        half the points' count). Their edges split the points' largest messages
+        (:func:`point_messages`) into groups of about equal count (fewer where messages repeat,
+        and then a band may hold one point); the top band keeps the line's rate.
     direction : {"either", "rising", "falling"}
         Which way the curve is monotone in the message size. ``"rising"``: small messages get
         less of the line's rate (protocols that pipeline deeper with size: NCCL, HCCL, RDMA);
@@ -182,9 +194,10 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
     source : str, optional
         Where the measurements came from, kept in the provenance.
     max_evals, max_simulations, max_work : int
-        Bounds of the curve fit (Nelder-Mead evaluations in all its rounds; evaluations x
-        points; engine work of each round), the report says which one stopped it; ``max_work``
-        also bounds each fit of the line.
+        Bounds of the curve fit in all its rounds and directions (Nelder-Mead evaluations;
+        simulated points; engine work), the report says which one stopped it (a shrink of the
+        simplex may pass the evaluation count by a few, never the work); ``max_work`` also bounds
+        each fit of the line on its own.
     leave_one_out : bool
         Also refit without each point in turn and predict it (:func:`leave_one_out_errors`): the
         report's ``leave_one_out`` gives the median and largest |error|. It costs one whole
@@ -235,6 +248,8 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
         raise bad_value("direction", direction, ", ".join(DIRECTIONS))
     if not isinstance(leave_one_out, (bool, np.bool_)):
         raise bad_value("leave_one_out", leave_one_out, "True or False")
+    if leave_one_out:
+        _check_measured_rows(measured, 4, "leave-one-out of the sweep fit (each refit needs 3)")
     if "fit" in line_kwargs:
         raise bad_value("fit", line_kwargs["fit"], "not given: the sweep's line is always fit='bottleneck'")
     measured = measured.reset_index(drop=True)
@@ -266,7 +281,7 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
 
     line, line_rep, line_plain = fit_line((0,), (1.0,))
     messages = point_messages(line, measured, algorithm)
-    starts = _bands(messages, min(int(bands), max(1, len(measured) // 2)))  # two points a band at least
+    starts = _bands(messages, min(int(bands), max(1, len(measured) // 2)))  # about two points a band or more
     band_of = np.searchsorted(np.asarray(starts), messages, side="right") - 1
     rows = [r for _, r in measured.iterrows()]
     times = measured["time_us"].astype(float).to_numpy()
@@ -290,12 +305,18 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
 
     at_line = predict(line)
     per_eval = max(1, spent["work"])
-    limits = {"max_evals": int(max_evals), "max_simulations": max(1, int(max_simulations) // len(rows)),
-              "max_work": max(0, int(max_work) // per_eval - 1)}
+    signs = {"rising": (1,), "falling": (-1,), "either": (1, -1)}[direction] if len(starts) > 1 else (1,)
+    # predictions outside the optimiser's count: the line's (made), a loss after each round, the result's; and a
+    # Nelder-Mead shrink may run a simplex past its cap
+    reserve = ROUNDS * len(signs) + 1 + len(starts)
+    limits = {"max_evals": int(max_evals), "max_simulations": int(max_simulations) // len(rows) - 1 - reserve,
+              "max_work": int(max_work) // per_eval - 1 - reserve}
     limit_by = min(limits, key=limits.get)
-    if len(starts) > 1 and limits[limit_by] < len(starts) + 1:
+    need = len(signs) * (len(starts) + 1)  # a simplex for each direction tried
+    if len(starts) > 1 and limits[limit_by] < need:
         given = {"max_evals": max_evals, "max_simulations": max_simulations, "max_work": max_work}[limit_by]
-        raise WorkLimitError(f"{limit_by} = {given}: the curve fit of {len(starts)} bands needs {len(starts) + 1} "
+        raise WorkLimitError(f"{limit_by} = {given}: the curve fit of {len(starts)} bands "
+                             f"({', '.join('rising' if g == 1 else 'falling' for g in signs)}) needs {need + reserve} "
                              f"evaluations of the {len(rows)} points at least, and one costs {per_eval:,} units of "
                              f"engine work ({len(rows)} simulations); raise it or use fewer points")
     from .calibrate import _nelder_mead
@@ -321,7 +342,6 @@ def calibrate_sweep(topology, measured: pd.DataFrame, *, bands: int = DEFAULT_BA
                 best = (loss, at, d)
         return best, used
 
-    signs = {"rising": (1,), "falling": (-1,), "either": (1, -1)}[direction] if len(starts) > 1 else (1,)
     evals, tried = 0, []
     for k, sign in enumerate(signs):  # each direction its share of what is left
         (loss, at, d), used = fit_curve(sign, (limits[limit_by] - evals) // (len(signs) - k))
@@ -400,7 +420,11 @@ def leave_one_out_errors(topology, measured: pd.DataFrame, *, fit: str = "curve"
 
     if not isinstance(fit, str) or fit not in ("curve", "bottleneck", "tiers"):
         raise bad_value("fit", fit, "curve, bottleneck or tiers")
-    _check_measured_rows(measured, 4 if fit == "curve" else 3)
+    for k in ("bands", "direction", "leave_one_out"):
+        if fit != "curve" and k in kwargs:
+            raise bad_value(k, kwargs[k], "only with fit='curve'")
+    _check_measured_rows(measured, 4 if fit == "curve" else 3,
+                         "each refit needs 3" if fit == "curve" else "each refit needs 2")
     measured = measured.reset_index(drop=True)
     out = []
     for i in range(len(measured)):

@@ -462,8 +462,11 @@ def with_network_rate(topology, rate_Bps: float):
     for p in paths:
         hops = [out.link_spec(u, v).bandwidth_Bps for u, v in zip(p[:-1], p[1:], strict=True) if deeper(u, v)]
         slowest.add(min(hops) if hops else None)
-    if len(slowest) != 1 or None in slowest:
-        raise ConfigError(f"{out.name!r}: paths between servers have bottlenecks {sorted(map(str, slowest))} among "
+    if None in slowest:
+        raise ConfigError(f"{out.name!r}: a path between two servers crosses no link deeper than the ranks' own; "
+                          "with_network_rate needs the network's links on every such path")
+    if len(slowest) != 1:
+        raise ConfigError(f"{out.name!r}: paths between servers have bottlenecks {sorted(slowest)} B/s among "
                           "their links deeper than the ranks' own; with_network_rate needs one")
     bottleneck = slowest.pop()
     if rate >= bottleneck:
@@ -688,14 +691,20 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     from .topology.io import load_topology
     from .validate import measured_ranks, validate_measured
 
-    for name, flag in (("network_latency", network_latency), ("network_fit", network_fit),
-                       ("network_rate", network_rate)):
-        if not isinstance(flag, (bool, np.bool_)):
-            from .errors import bad_value
+    if sweep_bands is not None:
+        from .calibrate_sweep import MAX_BANDS
 
+        if not is_int(sweep_bands) or not 1 <= sweep_bands <= MAX_BANDS:
+            raise bad_value("sweep_bands", sweep_bands, f"None or a whole number from 1 to {MAX_BANDS}")
+    for name, flag in (("network_latency", network_latency), ("network_fit", network_fit),
+                       ("network_rate", network_rate), ("sweep_leave_one_out", sweep_leave_one_out)):
+        if not isinstance(flag, (bool, np.bool_)):
             raise bad_value(name, flag, "True or False")
     if network_rate and system.get("p2p_bw_MBps") is not None:
-        system = {**system, "topology": with_network_rate(system["topology"], system["p2p_bw_MBps"] * 1e6)}
+        from .calibrate import _positive
+
+        mbps = _positive("p2p_bw_MBps", system["p2p_bw_MBps"], 1e9)
+        system = {**system, "p2p_bw_MBps": mbps, "topology": with_network_rate(system["topology"], mbps * 1e6)}
     if network_latency and system.get("pingpong_us") is not None:
         system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
     measured = system["measured"]
@@ -727,8 +736,6 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         from .calibrate_sweep import calibrate_sweep
 
         if fit != "bottleneck":
-            from .errors import bad_value
-
             raise bad_value("fit", fit, "bottleneck with sweep_bands (the sweep's line is a bottleneck fit)")
         cal = calibration_sweep(system["measured"])  # as the two points are taken: before the library's rule
         fitted, report = calibrate_sweep(system["topology"], measured.loc[cal], bands=sweep_bands,

@@ -215,3 +215,47 @@ def test_a_transports_regimes_reach_the_line_and_every_leave_one_out_refit():
     _, rep = calibrate_sweep(single_switch(4, 2e9), m, leave_one_out=True, **kw)
     assert rep["leave_one_out"]["points"] == 4
     assert len(seen) - alone > 4 * 10  # the four refits' lines were fitted with the regimes too (0 calls without)
+
+
+def test_the_fit_stays_within_its_work_and_its_evaluations():
+    """Every prediction the curve fit makes counts against max_work (a wrapped simulate counts them); the
+    report's evaluations pass their limit by a simplex at most; with too small a budget for both directions the
+    fit is refused, not quietly reduced to the line."""
+    import hcsim.calibrate_sweep as cs
+
+    m = _measured(_truth((0.5, 1.0), (0, 65536)))
+    real, spent = cs.simulate, {"work": 0, "on": False}
+
+    def counting(*a, **k):
+        r = real(*a, **k)
+        if spent["on"]:
+            spent["work"] += r.config.get("work", 0)
+        return r
+
+    cs.simulate = counting
+    try:
+        spent["on"] = True
+        _, rep = calibrate_sweep(single_switch(4, 2e9), m, bands=2, max_work=60_000, max_evals=1000)
+    finally:
+        cs.simulate = real
+    assert spent["work"] <= 60_000, spent  # the line's fits run in hcsim.calibrate, under their own bound
+    assert rep["evaluations"] <= rep["evaluation_limit"] + 3
+    with pytest.raises(HcsimError, match="max_evals = 4"):
+        calibrate_sweep(single_switch(4, 2e9), m, bands=2, max_evals=4)  # either: two simplexes of 3 needed
+
+
+def test_odd_arguments_to_the_helpers_get_one_line():
+    t = single_switch(4, 1e9)
+    for call, field in (
+            (lambda: point_messages(t, None), "measured"),
+            (lambda: with_efficiency_curve(t, (0, 65536), (0.5,)), "efficiency"),
+            (lambda: with_efficiency_curve(t, None, (0.5,)), "from_bytes"),
+            (lambda: with_efficiency_curve(t, (0, 65536, 1024), (0.5, 1.0, 0.7)), "from_bytes"),
+            (lambda: with_efficiency_curve(t, (8, 65536), (0.5, 1.0)), "from_bytes"),
+            (lambda: with_efficiency_curve(t, (0,), ("a",)), "efficiency"),
+            (lambda: with_efficiency_curve(t, (0,), (0.0,)), "efficiency"),
+            (lambda: leave_one_out_errors(t, _measured(t), fit="tiers", bands=2), "bands"),
+            (lambda: calibrate_sweep(t, _measured(t).iloc[:3], leave_one_out=True), "each refit needs 3")):
+        with pytest.raises(HcsimError, match=field) as info:
+            call()
+        assert "\n" not in str(info.value)

@@ -3,7 +3,7 @@
 Ring j sends rank r -> r + s_j (mod p) with a stride s_j coprime to p, so every ring visits
 every rank; on a full mesh (the 910B server's HCCS, an MI300X node's xGMI) rings of different
 strides use different directed links, and the k rings move a block in the time one ring moves
-1/k of it. The strides are taken in the order 1, p-1, 3, p-3, 5, ... (each ring and its
+1/k of it. The strides are taken in the order 1, p-1, 3, p-3, 5, ... on an even p (1, p-1, 2, p-2, ... on an odd one; each ring and its
 reverse), skipping those not coprime to p, up to :data:`MAX_RINGS`: 4 rings on 8 ranks (1, 7,
 3, 5), 2 on 4 (1, 3), 1 on 2. This is the channel parallelism of NCCL and RCCL (several rings
 over different NVLink / xGMI links at once: RCCL's topology table gives 8-GPU MI300X nodes 28
@@ -47,7 +47,7 @@ and keeps a step's transfers at 8 per rank)."""
 
 
 def ring_strides(p: int) -> tuple[int, ...]:
-    """The strides of the rings on ``p`` ranks: 1, p-1, 3, p-3, ... coprime to p, at most
+    """The strides of the rings on ``p`` ranks: 1, p-1, 3, p-3, ... (even p; 1, p-1, 2, p-2, ... odd p) coprime to p, at most
     :data:`MAX_RINGS`.
 
     Examples

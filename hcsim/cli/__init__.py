@@ -257,7 +257,8 @@ def _parser() -> argparse.ArgumentParser:
                     "then keeps its spec rate; not for accelerators (docs/validation.md, change 10)")
     ca.add_argument("--max-work", type=int, default=MAX_CALIBRATION_WORK,
                     help="work bound of the fit, summed over its simulations (the engine units of --max-work elsewhere, "
-                         "route searches included; default 5M, a few seconds)")
+                         "route searches included; default 5M, a few seconds); with --fit curve it bounds the curve's "
+                         "fit and each fit of its line apart")
 
     tp = sub.add_parser("topo", help="inspect topologies")
     tsub = tp.add_subparsers(dest="topo_command", required=True)
@@ -600,12 +601,12 @@ def _cmd_calibrate(a) -> int:
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
     print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
           f"({rep['evaluations']} evaluations of at most {rep['evaluation_limit']})")
-    if a.leave_one_out:
+    print(f"# written to {save_topology(fitted, a.out)}")
+    if a.leave_one_out:  # after the fit is saved: a refused leave-one-out loses nothing
         from ..calibrate_sweep import leave_one_out_errors
 
         _print_leave_one_out(leave_one_out_errors(a.topology, measured, fit=a.fit, algorithm=a.algo,
                                                   max_work=a.max_work, prefer_rank_links=a.prefer_rank_links))
-    print(f"# written to {save_topology(fitted, a.out)}")
     return 0
 
 
@@ -638,9 +639,9 @@ def _calibrate_curve(a, measured) -> int:
     print(f"# rms log error over {rep['measured_points']} points: line {rep['rms_log_error_line']:.4f} -> with the "
           f"curve {rep['rms_log_error_after']:.4f} ({rep['evaluations']} evaluations of at most "
           f"{rep['evaluation_limit']})")
-    if a.leave_one_out:
-        _print_leave_one_out(leave_one_out_errors(a.topology, measured, fit="curve", **kw))
     print(f"# written to {save_topology(fitted, a.out)}")
+    if a.leave_one_out:  # after the fit is saved
+        _print_leave_one_out(leave_one_out_errors(a.topology, measured, fit="curve", **kw))
     return 0
 
 
