@@ -434,8 +434,9 @@ def with_network_rate(topology, rate_Bps: float):
     Raises
     ------
     ConfigError
-        If paths between servers have different bottlenecks among their deeper links (one
-        factor would then not give each the rate).
+        If a path between two servers crosses no deeper link, or paths between servers have
+        different bottlenecks among their deeper links (one factor would then not give each the
+        rate).
 
     Examples
     --------
@@ -708,7 +709,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     if network_latency and system.get("pingpong_us") is not None:
         system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
     measured = system["measured"]
-    cal = calibration_points(measured)
+    cal = calibration_points(measured)  # taken before the library's rule names the rows' algorithms
+    sweep = calibration_sweep(measured)
     algo = algorithm
     if algorithm in ("selected", "library"):
         algo = "auto"
@@ -729,7 +731,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         calibrate_kwargs = {"fixed_cost": "launch", **calibrate_kwargs}
     if network_fit and fit == "bottleneck" and library and library[0] in NETWORK_FIT_TRANSPORTS:
         calibrate_kwargs = {"fixed_cost": "network", **calibrate_kwargs}
-    if sweep_bands is None or len(calibration_sweep(system["measured"])) < 3:  # a sweep of two points is the two-point fit
+    if sweep_bands is None or len(sweep) < 3:  # a sweep of two points is the two-point fit
         fitted, report = calibrate(system["topology"], measured.loc[cal], source=system["system"], algorithm=algo,
                                    fit=fit, **{"max_work": CORPUS_CALIBRATION_WORK, **calibrate_kwargs})
     else:
@@ -737,7 +739,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
 
         if fit != "bottleneck":
             raise bad_value("fit", fit, "bottleneck with sweep_bands (the sweep's line is a bottleneck fit)")
-        cal = calibration_sweep(system["measured"])  # as the two points are taken: before the library's rule
+        cal = sweep
         fitted, report = calibrate_sweep(system["topology"], measured.loc[cal], bands=sweep_bands,
                                          source=system["system"], algorithm=algo,
                                          leave_one_out=sweep_leave_one_out,
