@@ -1,6 +1,6 @@
 """Algorithms: one module per algorithm, registered per collective.
 
-Importing this package registers ring, mesh, hd (recursive halving-doubling), nhr and nb
+Importing this package registers ring, chain (the pipelined chain broadcast and reduce), mesh, hd (recursive halving-doubling), nhr and nb
 (HCCL's nonuniform algorithms), star, double_ring, multiring (k rings of coprime strides), tree (binomial), bmtree (Open MPI's
 binomial broadcast), rd (recursive doubling AllReduce), rabenseifner (Open MPI's
 halving order), pairwise, and reduce_bcast (HCCL's 910B small-count
@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     ahc,
     bmtree,
     bruck,
+    chain,
     double_ring,
     hd,
     hierarchy,

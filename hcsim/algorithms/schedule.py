@@ -261,6 +261,18 @@ class Schedule:
     """Step indices k (0 < k < len(steps), increasing) before which all ranks synchronise: no
     rank enters step k before every rank has finished steps 0..k-1 (it costs no time by
     itself). CCL-buffer loops put one before each loop after the first."""
+    streamed: bool = False
+    """Whether a transfer that continues a stream pays no per-step cost: with it, a transfer of step
+    k > 0 between a (sender, receiver) pair that also had a transfer in step k - 1 starts as soon as
+    both ranks are in step k, without the per-step overhead, the path latency or its regime's
+    overhead (a pipelined chain's later segments: the library keeps several slots in flight on a
+    connection, so the handshake and latency of one segment overlap the segment before it). The
+    first segment of every hop pays them. False: every transfer pays them."""
+    protocol_bytes: int | None = None
+    """The message size the library chooses its protocol by, for every transfer of the schedule
+    (message regimes, :class:`hcsim.engine.regimes.MessageRegimes`): a pipelined chain cuts one
+    buffer into segments, but its library picks one protocol for the buffer. None: each transfer's
+    own message (:func:`hcsim.engine.regimes.message_bytes`)."""
 
     @property
     def p(self) -> int:

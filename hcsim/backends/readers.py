@@ -93,9 +93,14 @@ def _is_number(token: str) -> bool:
 
 def _nccl_shaped(tokens: list[str]) -> bool:
     """An nccl-tests (or rccl-tests) data row: size count type redop [root] time algbw busbw
-    #wrong time algbw busbw #wrong."""
-    return (len(tokens) in (12, 13) and bool(_WHOLE.fullmatch(tokens[0])) and bool(_WHOLE.fullmatch(tokens[1]))
-            and tokens[2].lower() in _NCCL_DTYPES and tokens[3].isalpha())
+    #wrong time algbw busbw #wrong; or as older versions print it, with only the columns the test
+    has: size count type root time ... (broadcast, 12 fields) or size count type time ...
+    (allgather, alltoall: 11)."""
+    n = len(tokens)
+    return (n in (11, 12, 13) and bool(_WHOLE.fullmatch(tokens[0])) and bool(_WHOLE.fullmatch(tokens[1]))
+            and tokens[2].lower() in _NCCL_DTYPES
+            and (tokens[3].isalpha() if n == 13 else
+                 tokens[3].isalpha() or bool(_WHOLE.fullmatch(tokens[3])) if n == 12 else _is_number(tokens[3])))
 
 
 def _table_row(tokens: list[str]) -> bool:

@@ -370,12 +370,12 @@ much as 32 steps of a Python loop)."""
 class _StepState:
     """Live state of one step that some rank has entered."""
 
-    __slots__ = ("k", "src", "dst", "nbytes", "charged", "extra_s", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
+    __slots__ = ("k", "src", "dst", "nbytes", "charged", "extra_s", "pays", "reduce", "n", "src_in", "dst_in", "left", "route", "sub_left",
                  "gid0", "t_ready", "t_start", "t_end", "pred", "reduce_s", "any_reduce", "has_zero", "eager", "held",
                  "early")
 
     def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None,
-                 inline_ok=True, server=None):
+                 inline_ok=True, server=None, continued=None, protocol_bytes=None):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
@@ -391,7 +391,8 @@ class _StepState:
             active = (np.isin(step.dst, step.src[step.nbytes > 0]) if new_peer is not None else None)
             many = many_to_many(step.src, step.dst, step.nbytes) if regimes.many_aware else None
             local = server[step.src] == server[step.dst] if server is not None else None
-            msg = message_bytes(step.src, step.dst, step.nbytes)
+            msg = (message_bytes(step.src, step.dst, step.nbytes) if protocol_bytes is None
+                   else np.full(len(step), float(protocol_bytes)))
             self.extra_s, self.charged = regimes.costs(self.nbytes, msg, busy, new_peer, active, many, local)
             if regimes.eager_aware:
                 eager = regimes.sender_starts(msg)
@@ -401,6 +402,11 @@ class _StepState:
                     self.early = np.zeros(len(step), dtype=bool)
             if regimes.serial_aware:  # a sender's messages of the step go out one after another
                 self.extra_s = self.extra_s + regimes.serial_delay(step.src, step.dst, step.nbytes)
+        # pays: per transfer, 1.0 if it pays the per-step overhead, its path latency and its regime's
+        # overhead; 0.0 for one that continues a stream (Schedule.streamed). None: every one pays.
+        self.pays = None if continued is None or not continued.any() else np.where(continued, 0.0, 1.0)
+        if self.pays is not None and self.extra_s is not None:
+            self.extra_s = self.extra_s * self.pays
         self.reduce = np.asarray(step.reduce, dtype=bool)
         self.n = len(step)
         self.src_in = np.zeros(self.n, dtype=bool)  # the sender has entered this step
@@ -1280,7 +1286,7 @@ class FlowSimulator:
                 return None
             st = _StepState(k, step, route, gid0, rec, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server)
+                            self._server, self._continued(k, step), getattr(self.schedule, "protocol_bytes", None))
             r = st.route
             fabric._refresh_paths()
             bw = (self.fabric._path_bw[r.sub_path] if r.single
@@ -1292,7 +1298,8 @@ class FlowSimulator:
             # an eager transfer's bytes leave at once and its latency comes after them (the same
             # arrival when it runs alone); ``arrive``: the bytes at the receiver
             lat = r.lat if st.eager is None else np.where(st.eager, 0.0, r.lat)
-            start = ready + cfg.step_overhead_s + lat
+            start = (ready + cfg.step_overhead_s + lat if st.pays is None
+                     else ready + (cfg.step_overhead_s + lat) * st.pays)
             if st.extra_s is not None:
                 start = start + st.extra_s
             drained = start + _shared_drain(st.src * self.p + st.dst, start, st.charged, bw, r.one_each)
@@ -1387,6 +1394,16 @@ class FlowSimulator:
                                      f"{' ...' if len(stuck) > 8 else ''} never finished")
 
     # ---------------------------------------------------------------- steps
+    def _continued(self, k: int, step) -> np.ndarray | None:
+        """For a streamed schedule (:attr:`Schedule.streamed`), per transfer of step ``k``, whether
+        its (sender, receiver) pair also had a transfer in step k - 1 (it continues that stream);
+        None for any other schedule or step 0."""
+        if not getattr(self.schedule, "streamed", False) or k == 0:
+            return None
+        before = self.schedule.steps[k - 1]
+        m = self.p
+        return np.isin(step.src.astype(np.int64) * m + step.dst, before.src.astype(np.int64) * m + before.dst)
+
     def _routing(self, step) -> _StepRouting:
         cache = self._route_cache
         if (cache is not None and cache[0] is step.src and cache[1] is step.dst
@@ -1573,7 +1590,7 @@ class FlowSimulator:
             gid0 = self.next_gid if self._gid_base is None else int(self._gid_base[k])
             st = _StepState(k, step, self._routing(step), gid0, self.cfg.record, self.reduce_Bps,
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server)
+                            self._server, self._continued(k, step), getattr(self.schedule, "protocol_bytes", None))
             self.next_gid += st.n
             self.step_count[k] = st.n
             _count_step(self._moved, st.route, st.nbytes)  # every byte of the step will cross its paths
@@ -1742,7 +1759,8 @@ class FlowSimulator:
         lat = st.route.lat[idx]
         if st.eager is not None:  # an eager transfer's bytes leave at once; its latency comes after them
             lat = np.where(st.eager[idx], 0.0, lat)
-        t = now + self.cfg.step_overhead_s + lat
+        t = (now + self.cfg.step_overhead_s + lat if st.pays is None
+             else now + (self.cfg.step_overhead_s + lat) * st.pays[idx])
         self.fabric.push_grouped(t if st.extra_s is None else t + st.extra_s[idx], _ACTIVATE, self.id, st.k, idx)
 
     # ---------------------------------------------------------------- flows of this run
