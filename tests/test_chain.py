@@ -64,15 +64,17 @@ def test_large_buffers_stream_at_the_link_rate():
     assert hcsim.simulate(topo, "broadcast", n, "star").time_s == pytest.approx(7 * n / 100e9, rel=1e-6)
 
 
-def test_the_protocol_is_chosen_by_the_whole_buffer():
+def test_the_protocol_is_chosen_by_the_whole_call():
     """Regimes: messages below 1 MiB at half the rate with 5 us each, from 1 MiB full rate and no overhead.
-    A 4 MiB chain's 64 KiB segments run in the buffer's regime (full rate): 4 MiB + 2 x 64 KiB over
-    1 GB/s on 4 ranks; a 512 KiB buffer (8 segments) in the lower one: 5 us on each of the 3 hops'
-    first segments, every byte charged twice."""
+    On 4 ranks the chain's protocol size is n // 3. A 3 MiB chain (48 segments of 64 KiB) runs in the
+    upper regime: 3 MiB + 2 x 64 KiB over 1 GB/s; a 3 MiB - 3 B one in the lower one: 5 us on each of
+    the 3 hops' first segments, every byte charged twice (47 segments, the largest 66,931 B)."""
     regimes = MessageRegimes(from_bytes=(0, 1 << 20), overhead_s=(5e-6, 0.0), efficiency=(0.5, 1.0))
     topo = single_switch(4, 1e9)
     topo.defaults = dataclasses.replace(topo.defaults, message_regimes=regimes)
-    big = hcsim.simulate(topo, "broadcast", 4 << 20, "chain").time_s
-    assert big == pytest.approx(((4 << 20) + 2 * 64 * KIB) / 1e9, rel=1e-9)
-    small = hcsim.simulate(topo, "broadcast", 512 * KIB, "chain").time_s
-    assert small == pytest.approx(3 * 5e-6 + 2 * (512 * KIB + 2 * 64 * KIB) / 1e9, rel=1e-9)
+    n = 3 << 20
+    assert build_schedule("broadcast", "chain", 4, n).protocol_bytes == 1 << 20
+    big = hcsim.simulate(topo, "broadcast", n, "chain").time_s
+    assert big == pytest.approx((n + 2 * 64 * KIB) / 1e9, rel=1e-9)
+    small = hcsim.simulate(topo, "broadcast", n - 3, "chain").time_s
+    assert small == pytest.approx(3 * 5e-6 + 2 * (n - 3 + 2 * 66931) / 1e9, rel=1e-9)

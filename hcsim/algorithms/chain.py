@@ -12,8 +12,12 @@ as it arrives) and Open MPI's segmented pipeline broadcast and reduce.
 The schedule is streamed (:attr:`~hcsim.algorithms.schedule.Schedule.streamed`): a segment after
 the first on a hop starts without the per-step overhead and latency, which the segment before it
 has covered (the library keeps several segments in flight on a connection: NCCL's ``NCCL_STEPS``
-= 8 slots); and the protocol is chosen by the whole buffer, not the segment
-(:attr:`~hcsim.algorithms.schedule.Schedule.protocol_bytes`).
+= 8 slots); and the protocol is chosen by the whole call, not the segment
+(:attr:`~hcsim.algorithms.schedule.Schedule.protocol_bytes`). A library picks the protocol whose
+call costs least: the chain's call pays p - 1 hop latencies and moves n bytes at the protocol's
+rate, so two protocols cost it alike where n / (p - 1) is the size at which they cost one message
+alike, the crossover message regimes are built on (:func:`hcsim.calibrate.nccl_protocol_regimes`);
+the chain's protocol size is therefore n // (p - 1).
 
 Segments: ``k = min(max(1, n // MIN_SEGMENT_BYTES), MAX_SEGMENTS)``, equal to a byte. The chain
 costs the transfer time of the whole buffer plus the fill, (p-2) segments' time: with 1,024
@@ -73,7 +77,7 @@ def _chain(args: CollectiveArgs, reduce: bool) -> Schedule:
         return make_step(src, dst, space.range_bytes(seg, [i + 1 for i in seg]), reduce, seg, [i + 1 for i in seg])
 
     return Schedule(args, k, LazySteps(p - 2 + k, step), space.chunk_bytes, "chain", streamed=True,
-                    protocol_bytes=n)
+                    protocol_bytes=n // (p - 1))
 
 
 def _path_bytes(args: CollectiveArgs) -> int:
