@@ -286,18 +286,23 @@ def nccl_ring_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
     """The hcsim schedule for what NCCL runs inside one NVLink domain, or None (then HCCL's choice).
 
     NCCL's algorithms for an allreduce are Ring, Tree, CollNet, NVLS and NVLS-Tree, for an
-    allgather or a reducescatter Ring, PAT (one GPU per node only), CollNet and NVLS
-    (``ncclTopoTuneModel``, NVIDIA/nccl src/graph/tuning.cc, read at 5067397c). Inside one NVLink
-    domain, without NVLink SHARP (NVLS, which hcsim does not model), that leaves the ring: hcsim's
-    ``ring``, not HCCL's one-step ``mesh`` that a switch would get, which moves the same bytes but
-    pays one step where the ring pays p - 1 (or 2(p - 1)). Other collectives: None.
+    allgather or a reducescatter Ring, PAT (one GPU per node only), CollNet and NVLS, for a
+    broadcast or a reduce Ring alone (``ncclTopoTuneModel``, NVIDIA/nccl src/graph/tuning.cc, read
+    at 5067397c). Inside one NVLink domain, without NVLink SHARP (NVLS, which hcsim does not model),
+    that leaves the ring: hcsim's ``ring``, not HCCL's one-step ``mesh`` that a switch would get,
+    which moves the same bytes but pays one step where the ring pays p - 1 (or 2(p - 1)); and for a
+    broadcast or a reduce, whose ring forwards each chunk along the ring as it arrives
+    (``runRing``, src/device/broadcast.h and reduce.h), hcsim's pipelined ``chain``, not HCCL's star
+    (whose root sends the buffer p - 1 times over its one link). Other collectives: None.
 
     Examples
     --------
-    >>> [nccl_ring_rule(c, 1 << 20, 8) for c in ("allreduce", "allgather", "alltoall")]
-    ['ring', 'ring', None]
+    >>> [nccl_ring_rule(c, 1 << 20, 8) for c in ("allreduce", "allgather", "broadcast", "alltoall")]
+    ['ring', 'ring', 'chain', None]
     """
     _check_rule_call(collective, size_bytes, ranks)
+    if collective in ("broadcast", "reduce"):
+        return "chain"
     return "ring" if collective in ("allreduce", "allgather", "reducescatter") else None
 
 
