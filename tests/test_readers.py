@@ -565,3 +565,39 @@ def test_nccl_output_of_rank_0_alone_is_not_given_the_topologys_rank_count(tmp_p
         with pytest.raises(HcsimError, match=needle + r".*pass ranks= \(--ranks\)"):
             load_measured(path)
     assert load_measured(path, ranks=16)["ranks"].tolist() == [16.0] * 16
+
+
+_OLD_RANKS = "#   Rank  0 Pid 1 on h device  0 [0x00] A100-SXM4-40GB\n#   Rank  1 Pid 1 on h device  1 [0x00] A100-SXM4-40GB\n"
+
+
+@pytest.mark.parametrize("header, row, collective, time_us", [
+    # broadcast before 2.10: no reduction column, a root (12 fields, the fourth a number)
+    ("#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n",
+     "     1048576        262144   float       0    76.02   13.79   13.79    N/A    75.10   13.96   13.96    N/A\n",
+     "broadcast", 76.02),
+    # allgather before 2.10: neither (11 fields)
+    ("#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n",
+     "     1048576         32768   float    72.95   14.37   12.58    N/A    71.10   14.75   12.90    N/A\n",
+     "allgather", 72.95),
+    # alltoall under a header naming a reduction, its cell empty (11 fields)
+    ("#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n",
+     "     1048576         32768   float             70.11   14.96   13.09    N/A    69.50   15.09   13.20    N/A\n",
+     "alltoall", 70.11),
+])
+def test_older_nccl_tests_rows_with_only_the_columns_a_test_has(tmp_path, header, row, collective, time_us):
+    path = tmp_path / "old.log"
+    path.write_text("# nThread 1 nGpus 2 minBytes 1 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
+                    + _OLD_RANKS + header + "hostname:3442:3442 [0] NCCL INFO Launch mode Parallel\n" + row)
+    df = load_measured(path, collective=collective)
+    assert df[["size_bytes", "time_us", "ranks"]].values.tolist() == [[1048576, time_us, 2]]
+
+
+def test_a_row_that_lost_a_time_cell_under_a_reduction_header_is_still_an_error(tmp_path):
+    # 11 fields under a header naming a reduction, but the fourth is the reduction: a cell is missing, not empty
+    path = tmp_path / "cut.log"
+    path.write_text(_OLD_RANKS + "#       size         count    type   redop     time   algbw   busbw  error     time"
+                    "   algbw   busbw  error\n"
+                    "      524288        131072   float     sum    60.32    8.69   15.21    N/A    60.10    8.72   15.27    N/A\n"
+                    "     1048576        262144   float     sum    74.78   14.02   24.54    N/A    14.10   24.67    N/A\n")
+    with pytest.raises(HcsimError, match=r"line 5: 11 fields; an nccl-tests row has 12"):
+        load_measured(path, collective="allreduce")
