@@ -675,7 +675,9 @@ def build_work(spec, args, buffer_bytes, every_loop: bool = False) -> int:
 
 
 def _probe_key(spec, args) -> tuple:
-    return (spec, args.collective, args.p, args.server_sizes, args.pods, args.root)
+    shape = getattr(spec, "shape", None)
+    return (spec, args.collective, args.p, args.server_sizes, args.pods, args.root,
+            None if shape is None else shape(args))
 
 
 def _extrapolated_transfers(spec, args, max_work: int | None = None, copies: int = 1) -> float:
@@ -1040,9 +1042,9 @@ class _Delegate(Exception):
 
 def _builtin(spec: AlgorithmSpec) -> bool:
     """Whether ``spec`` is hcsim's own (registered or composed by name), whose schedules'
-    structure is known not to depend on the size."""
+    structure is known not to depend on the size (no ``shape``)."""
     try:
-        return not spec.user and get_algorithm(spec.collective, spec.name) is spec
+        return not spec.user and spec.shape is None and get_algorithm(spec.collective, spec.name) is spec
     except Exception:
         return False
 

@@ -102,14 +102,19 @@ def test_schedule_structure_does_not_depend_on_size(servers, pods):
         for name in sorted(names):
             spec = get_algorithm(coll, name)
             root = 1 if coll in ROOTED else 0
-            sigs = []
-            for n in sorted({min_size(coll, p), min_size(coll, p) + 1, 7 * p + 3, 1000, 65_537, 1 << 20}):
+            sigs = {}
+            for n in sorted({min_size(coll, p), min_size(coll, p) + 1, 7 * p + 3, 1000, 65_537, 1 << 20,
+                             (1 << 20) + 7, 3 << 20}):
+                args = make_args(coll, p, n, root, servers, pods)
                 try:
-                    sched = run_builder(spec, make_args(coll, p, n, root, servers, pods))
+                    sched = run_builder(spec, args)
                 except hcsim.errors.HcsimError:
                     break  # the algorithm does not take this layout (at any size)
-                sigs.append(_signature(sched))
-            assert all(s == sigs[0] for s in sigs), (coll, name, servers)
+                # an algorithm with a shape (the pipelined chain's segment count) has one structure per shape
+                sigs.setdefault(None if spec.shape is None else spec.shape(args), []).append(_signature(sched))
+            for same in sigs.values():
+                assert all(s == same[0] for s in same), (coll, name, servers)
+            assert spec.shape is not None or len(sigs) <= 1, (coll, name)
             checked += bool(sigs)
     assert checked > 30
 
@@ -193,6 +198,27 @@ def test_path_parameters_cache_follows_the_topology():
     assert again.beta_s_per_B == pytest.approx(4 * first.beta_s_per_B)
 
 
+def test_an_algorithm_with_a_shape_is_priced_by_simulate_point_by_point(monkeypatch):
+    """The pipelined chain's segment count follows the size: the fast path leaves its points to simulate()."""
+    from hcsim import api
+
+    calls = []
+    real = api.simulate
+
+    @functools.wraps(api.simulate)
+    def counting(*args, **kwargs):
+        calls.append(args[1:4])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "simulate", counting)
+    sizes = [8, 1 << 20, 1 << 30]
+    df = hcsim.sweep("atlas800t-a2", "broadcast", sizes=sizes, algorithms=["chain"], mode="analytical")
+    assert len(calls) == len(sizes)
+    monkeypatch.setattr(api, "simulate", real)
+    want = [hcsim.simulate("atlas800t-a2", "broadcast", n, "chain", mode="analytical").time_us for n in sizes]
+    assert df["time_us"].tolist() == want
+
+
 def test_fast_path_does_not_call_simulate(monkeypatch):
     """The fast path answers these itself (a sweep that fell back to simulate() would still be
     right, only slow): every flat and hierarchical algorithm, "auto" and "best", looped sizes."""
@@ -207,7 +233,9 @@ def test_fast_path_does_not_call_simulate(monkeypatch):
     monkeypatch.setattr(api, "simulate", fail)
     monkeypatch.setattr(hcsim.study, "simulate", fail)
     for coll in COLLECTIVES:
-        hcsim.sweep("atlas800t-a2", coll, sizes=SIZES, mode="analytical")
+        # every algorithm whose structure does not depend on the size (the chain's does: its spec's shape)
+        hcsim.sweep("atlas800t-a2", coll, sizes=SIZES, mode="analytical",
+                    algorithms=[a for a, spec in REGISTRY[coll].items() if spec.shape is None])
         algos = [a for a in candidates(coll, servers, pods, pod.product) if get_algorithm(coll, a).cost]
         if algos:  # (hierarchical alltoallv has no closed form)
             hcsim.sweep(pod, coll, sizes=SIZES, algorithms=algos + ["auto"], mode="analytical")

@@ -19,7 +19,9 @@ rate, so two protocols cost it alike where n / (p - 1) is the size at which they
 alike, the crossover message regimes are built on (:func:`hcsim.calibrate.nccl_protocol_regimes`);
 the chain's protocol size is therefore n // (p - 1).
 
-Segments: ``k = min(max(1, n // MIN_SEGMENT_BYTES), MAX_SEGMENTS)``, equal to a byte. The chain
+Segments: ``k = min(max(1, n // MIN_SEGMENT_BYTES), MAX_SEGMENTS)``, equal to a byte. The
+schedule's structure depends on the size through k (its spec's ``shape``), so a sweep prices each
+point by simulating it rather than through the analytical fast path. The chain
 costs the transfer time of the whole buffer plus the fill, (p-2) segments' time: with 1,024
 segments at most (p-2)/1,024 of the transfer time (0.6% on 8 ranks).
 
@@ -94,8 +96,12 @@ def cost_reduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     return (args.p - 1) * m.alpha_s + _path_bytes(args) * (m.beta_s_per_B + m.gamma_s_per_B)
 
 
+def _shape(args: CollectiveArgs) -> int:
+    return segments(args.nbytes)
+
+
 register(AlgorithmSpec("chain", "broadcast", lambda a: _chain(a, False), cost_broadcast,
-                       "the buffer streams down the chain root -> root+1 -> ... in segments", SOURCE))
+                       "the buffer streams down the chain root -> root+1 -> ... in segments", SOURCE, shape=_shape))
 register(AlgorithmSpec("chain", "reduce", lambda a: _chain(a, True), cost_reduce,
                        "the buffer streams up the chain root+1 -> ... -> root in segments, reduced at each hop",
-                       SOURCE))
+                       SOURCE, shape=_shape))

@@ -36,6 +36,12 @@ class AlgorithmSpec:
         One line on what it does; where its cost formula comes from.
     levels : int
         1 for a flat algorithm; 2 or 3 for one that follows the server/pod layout.
+    shape : callable or None
+        ``shape(args) -> hashable``: what of the call's size decides the schedule's structure (its
+        steps, rank pairs and chunk ranges), for an algorithm whose structure depends on the size
+        (the pipelined chain's segment count); None (default): the structure is the same at every
+        size, which the analytical fast path and the work probes rely on. With a shape, a sweep
+        prices each point through :func:`hcsim.simulate` and the probes are kept per shape.
     """
 
     name: str
@@ -46,6 +52,7 @@ class AlgorithmSpec:
     source: str = ""
     user: bool = False
     levels: int = 1
+    shape: Callable | None = None
 
 
 REGISTRY: dict[str, dict[str, AlgorithmSpec]] = {c: {} for c in COLLECTIVES}
@@ -79,6 +86,9 @@ def _checked_spec(spec, collective: str | None = None) -> AlgorithmSpec:
         raise bad_value("spec.cost", spec.cost, "a function cost(args, AlphaBetaGamma) -> seconds, or None")
     if not is_int(spec.levels) or not 1 <= spec.levels <= 3:
         raise bad_value("spec.levels", spec.levels, "1, 2 or 3 (a flat algorithm, or a level0/level1[/level2] one)")
+    if spec.shape is not None and not callable(spec.shape):
+        raise bad_value("spec.shape", spec.shape, "None, or a function shape(args) -> what of the size decides the "
+                        "schedule's structure")
     if not isinstance(spec.user, (bool, np.bool_)):
         raise bad_value("spec.user", spec.user, "True or False (whether a user, not hcsim, wrote it)")
     for field in ("summary", "source"):
