@@ -44,6 +44,9 @@ def main(argv=None) -> int:
                          "bands of message size, hcsim.calibrate_sweep; docs/validation.md change 34), not on two points")
     ap.add_argument("--leave-one-out", action="store_true",
                     help="with --sweep-bands: also each sweep's leave-one-out errors (a whole fit per point: slow)")
+    ap.add_argument("--launch-overlap", action="store_true",
+                    help="on the hccl_test and nccl-tests systems, a call's launch overlaps the call before it (a call costs "
+                         "the larger of its launch and its device time; docs/validation.md change 42; not the table's default)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -54,7 +57,8 @@ def main(argv=None) -> int:
                              **({"network_fit": True} if args.network_fit else {}),
                              **({"network_rate": False} if args.spec_network_rate else {}),
                              **({"sweep_bands": args.sweep_bands} if args.sweep_bands is not None else {}),
-                             **({"sweep_leave_one_out": True} if args.leave_one_out else {}))
+                             **({"sweep_leave_one_out": True} if args.leave_one_out else {}),
+                             **({"launch_overlap": True} if args.launch_overlap else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0

@@ -331,13 +331,15 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                                      (lambda: run_builder(spec, first)) if lazy else schedules[0][0], routing, ecmp_seed,
                                      cfg.step_overhead_s, qps, cfg.inline_reduce, cfg.reduce_time_factor,
                                      max_work=max_work)
-        t = cfg.launch_overhead_s + sum(count * spec.cost(piece, abg) for piece, count in pieces)
+        t = defaults.call_time(cfg.launch_overhead_s, sum(count * spec.cost(piece, abg) for piece, count in pieces))
         for lv, m in enumerate(abg if spec.levels > 1 else (abg,)):
             suffix = f"_level{lv}" if spec.levels > 1 else ""
             config.update({f"alpha_s{suffix}": m.alpha_s, f"beta_s_per_B{suffix}": m.beta_s_per_B,
                            f"gamma_s_per_B{suffix}": m.gamma_s_per_B})
         return Result(collective, spec.name, mode, args.p, nbytes, t, config=config)
-    t = cfg.launch_overhead_s
+    # the launch first, then every piece's device time; with launch_overlap the device time alone, and
+    # the call costs the larger of it and the launch (added in this order: results as before, bit for bit)
+    t = 0.0 if defaults.launch_overlap else cfg.launch_overhead_s
     tables = None
     instants = recomputes = updates = lone = entries = 0
     work = build_work(spec, args, buffer_bytes)  # its schedules' building, charged first (0 on few ranks)
@@ -372,7 +374,10 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                   contention_free_steps=lone, step_entries=entries, work=work)
     if len(schedules) > 1 or schedules[0][1] > 1:
         config["tables_cover"] = f"the first of {config['buffer_loops']} CCL-buffer loops"
-    return Result(collective, spec.name, mode, args.p, nbytes, t, config, tables)
+    if defaults.launch_overlap:
+        config["launch_overlap"] = True
+    return Result(collective, spec.name, mode, args.p, nbytes,
+                  max(cfg.launch_overhead_s, t) if defaults.launch_overlap else t, config, tables)
 
 
 class _StepsDone:
@@ -1089,6 +1094,7 @@ class _Context:
         self.matrix_key = None if self.matrix is None else self.matrix.tobytes()
         self.step_s = defaults.step_overhead_s if o["step_overhead_s"] is None else o["step_overhead_s"]
         self.launch_s = defaults.launch_for(collective) if o["launch_overhead_s"] is None else o["launch_overhead_s"]
+        self.call_time = defaults.call_time
         self.factor = reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0
         self.buffer_bytes = hccl.buffer_bytes if hccl is not None else None
 
@@ -1201,7 +1207,7 @@ class _SpecPlan:
                     if a.send_matrix is None:
                         memo[nb] = c
                 total += count * c
-            out[i] = (launch + total, a.nbytes)
+            out[i] = (ctx.call_time(launch, total), a.nbytes)
         return out
 
 

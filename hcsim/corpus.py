@@ -306,13 +306,31 @@ def nccl_ring_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
     return "ring" if collective in ("allreduce", "allgather", "reducescatter") else None
 
 
+def nccl_net_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
+    """The hcsim schedule for what NCCL runs where its ring crosses a network, or None (then HCCL's choice).
+
+    A broadcast or a reduce has one algorithm in NCCL, Ring, on any number of nodes (``ncclTopoTuneModel``,
+    NVIDIA/nccl src/graph/tuning.cc, read at 5067397c), which forwards each chunk along the ring as it
+    arrives: hcsim's pipelined ``chain`` (:func:`nccl_ring_rule`). An allreduce across nodes may run Ring or
+    Tree by size (the A3 Mega rows: ring under LL up to 16 MiB, tree from 32 MiB; docs/validation.md), which
+    this rule does not choose: None, as for every other collective.
+
+    Examples
+    --------
+    >>> [nccl_net_rule(c, 1 << 20, 16) for c in ("broadcast", "reduce", "allreduce")]
+    ['chain', 'chain', None]
+    """
+    _check_rule_call(collective, size_bytes, ranks)
+    return "chain" if collective in ("broadcast", "reduce") else None
+
+
 LIBRARY_RULES = {"openmpi": open_mpi_fixed_rule, "intel-mpi": mpich_default_rule, "rccl": rccl_msccl_rule,
-                 "nccl-nvlink": nccl_ring_rule}
+                 "nccl-nvlink": nccl_ring_rule, "nccl-net": nccl_net_rule}
 """The selection rule the corpus predicts a ``transport``'s rows with where they name no
 algorithm: Open MPI's own fixed rules; for Intel MPI, whose own are not published, MPICH's
 defaults (:func:`mpich_default_rule`); for RCCL, what it runs for an allreduce on one 8-GPU node
-(:func:`rccl_msccl_rule`); for NCCL inside one NVLink domain, its ring (:func:`nccl_ring_rule`).
-Other transports: HCCL's choice."""
+(:func:`rccl_msccl_rule`); for NCCL inside one NVLink domain, its ring (:func:`nccl_ring_rule`), and across a
+network its pipelined ring for a broadcast or a reduce (:func:`nccl_net_rule`). Other transports: HCCL's choice."""
 
 
 LIBRARY_LOCAL_WORK = {"openmpi": {("alltoall", "bruck"): "openmpi"},
@@ -759,6 +777,36 @@ def transport_calibration(transport: str | None, topology, *, fit: str = "bottle
     return topology, defaults, forced
 
 
+LOOP_TRANSPORTS = ("hccl", "nccl-nvlink", "nccl-net")
+"""Transports whose corpus files come from a benchmark that times a loop of asynchronous calls and divides
+by the count: nccl-tests (``BenchTime`` in NVIDIA/nccl-tests src/common.cu, read at a0b82b22: ``iters``
+calls started back to back, one ``completeColl`` after the last, the elapsed time divided by ``iters``) and
+hccl_test (the average over back-to-back iterations, FACTS.md s5). There a call's launch may overlap the
+device work of the call before it (:attr:`hcsim.topology.model.ExecutionDefaults.launch_overlap`;
+``validate_system(launch_overlap=True)``, not the table's default: docs/validation.md, change 42). Not
+``rccl``: its corpus launch is RCCL's cited base latency, a device cost; nor the MPI transports (OSU times
+blocking calls, and their fits carry no launch)."""
+
+
+def with_launch_overlap(topology):
+    """A copy of ``topology`` (a Topology or a YAML path) whose calls overlap their launch with the call
+    before (:attr:`~hcsim.topology.model.ExecutionDefaults.launch_overlap`; everything else as it is).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> with_launch_overlap(single_switch(8, 450e9)).defaults.launch_overlap
+    True
+    """
+    import dataclasses
+
+    from .topology.io import load_topology
+
+    out = load_topology(topology).copy()
+    out.defaults = dataclasses.replace(out.defaults, launch_overlap=True)
+    return out
+
+
 def with_step_overhead(topology, step_overhead_s: float):
     """A copy of ``topology`` (a Topology or a YAML path) whose per-step overhead is ``step_overhead_s``
     (its launch costs and everything else as they are).
@@ -782,7 +830,7 @@ def with_step_overhead(topology, step_overhead_s: float):
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
                     regimes: bool = True, network_latency: bool = False, network_fit: bool = False,
                     network_rate: bool = True, sweep_bands: int | None = None, sweep_leave_one_out: bool = False,
-                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+                    *, launch_overlap: bool = False, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
@@ -829,6 +877,11 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     ``sweep_leave_one_out`` the report also has the sweep's leave-one-out errors (a whole fit
     per point of the sweep).
 
+    ``launch_overlap=True``: a system whose transport is in :data:`LOOP_TRANSPORTS` is calibrated and
+    predicted with each call's launch overlapping the call before it (:func:`with_launch_overlap`: a
+    call costs the larger of its launch and its device time); off by default (docs/validation.md,
+    change 42).
+
     ``network_fit=True``: a system whose transport is in :data:`NETWORK_FIT_TRANSPORTS` is fitted
     with ``fixed_cost="network"`` (the network links' latency in place of the per-step overhead,
     which stays as the topology builds it).
@@ -845,7 +898,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         if not is_int(sweep_bands) or not 1 <= sweep_bands <= MAX_BANDS:
             raise bad_value("sweep_bands", sweep_bands, f"None or a whole number from 1 to {MAX_BANDS}")
     for name, flag in (("network_latency", network_latency), ("network_fit", network_fit),
-                       ("network_rate", network_rate), ("sweep_leave_one_out", sweep_leave_one_out)):
+                       ("network_rate", network_rate), ("sweep_leave_one_out", sweep_leave_one_out),
+                       ("launch_overlap", launch_overlap)):
         if not isinstance(flag, (bool, np.bool_)):
             raise bad_value(name, flag, "True or False")
     if network_rate and system.get("p2p_bw_MBps") is not None:
@@ -855,6 +909,9 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         system = {**system, "p2p_bw_MBps": mbps, "topology": with_network_rate(system["topology"], mbps * 1e6)}
     if network_latency and system.get("pingpong_us") is not None:
         system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
+    if launch_overlap and (system.get("transport") or "").split()[:1] and \
+            system["transport"].split()[0] in LOOP_TRANSPORTS:
+        system = {**system, "topology": with_launch_overlap(system["topology"])}
     measured = system["measured"]
     cal = calibration_points(measured)  # taken before the library's rule names the rows' algorithms
     sweep = calibration_sweep(measured)
@@ -926,7 +983,8 @@ def _size(n: int) -> str:
 def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str | None = "library",
                     fit: str = "bottleneck", regimes: bool = True, network_latency: bool = False,
                     network_fit: bool = False, network_rate: bool = True, sweep_bands: int | None = None,
-                    sweep_leave_one_out: bool = False, **calibrate_kwargs) -> pd.DataFrame:
+                    sweep_leave_one_out: bool = False, *, launch_overlap: bool = False,
+                    **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -935,7 +993,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    algorithm, fit, regimes, network_latency, network_fit, network_rate, sweep_bands, sweep_leave_one_out, **calibrate_kwargs
+    algorithm, fit, regimes, network_latency, network_fit, network_rate, sweep_bands, sweep_leave_one_out, launch_overlap, **calibrate_kwargs
         As :func:`validate_system` takes them.
 
     Returns
@@ -963,7 +1021,8 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         if systems is not None and not any(k in s["system"] for k in systems):
             continue
         rows, report = validate_system(s, algorithm, fit, regimes, network_latency, network_fit, network_rate,
-                                       sweep_bands, sweep_leave_one_out, **calibrate_kwargs)
+                                       sweep_bands, sweep_leave_one_out, launch_overlap=launch_overlap,
+                                       **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)

@@ -59,6 +59,7 @@ def test_nccl_in_one_nvlink_domain_runs_its_ring():
     gb200 = next(s for s in load_corpus() if s["system"].startswith("GB200"))
     rows, _ = validate_system(gb200)
     assert set(rows.algorithm) == {"ring"}
-    assert nccl_ring_rule("broadcast", 1 << 20, 8) is None  # NCCL's broadcast is a pipelined chain: no rule
+    assert nccl_ring_rule("broadcast", 1 << 20, 8) == "chain"  # NCCL's broadcast: its ring, pipelined (change 40)
+    assert nccl_ring_rule("alltoall", 1 << 20, 8) is None
     with pytest.raises(HcsimError):
         nccl_ring_rule("allreduce", -1, 8)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import hcsim
 from hcsim.algorithms import REGISTRY, get_algorithm
 from hcsim.algorithms.cost import log2_floor
+from hcsim.algorithms.multiring import ring_strides
 from hcsim.algorithms.registry import make_args, run_builder
 from hcsim.algorithms.schedule import REDUCING, min_size
 from hcsim.analytical import contention_free_time
@@ -39,8 +40,9 @@ def whole_counts(nbytes: int, p: int) -> int:
 
 
 def granule(p: int) -> int:
-    """A size every chunking of the flat algorithms splits evenly (as in test_oracle)."""
-    return 2 * p * p * (1 << log2_floor(p))
+    """A size every chunking of the flat algorithms splits evenly (as in test_oracle: multiring splits
+    every block in as many parts as it has rings)."""
+    return 2 * len(ring_strides(p)) * p * p * (1 << log2_floor(p))
 
 
 def schedule_of(topo, coll, algo, size, root, hccl):

@@ -87,7 +87,7 @@ few and expands to 10^9)."""
 _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "nodes", "links", "provenance",
              "product"}
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
-                 "modes", "message_regimes"}
+                 "modes", "message_regimes", "launch_overlap"}
 _REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency",
                 "many_peer_efficiency", "local_efficiency", "send_overhead_us", "send_copy_GBps", "start_when"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "compute", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
@@ -937,10 +937,12 @@ def _defaults(d, base: ExecutionDefaults) -> ExecutionDefaults:
     kw = {"step_overhead_s": base.step_overhead_s, "launch_overhead_s": base.launch_overhead_s,
           "launch_overhead_by_collective_s": base.launch_overhead_by_collective_s,
           "expansion_mode": base.expansion_mode, "other_modes": base.other_modes,
-          "message_regimes": base.message_regimes}
+          "message_regimes": base.message_regimes, "launch_overlap": base.launch_overlap}
     for k, v in d.items():
         f = f"defaults.{k}"
-        if k == "message_regimes":
+        if k == "launch_overlap":
+            kw[k] = _bool(f, v)
+        elif k == "message_regimes":
             kw[k] = None if v is None else _regimes(f, v)
         elif k == "expansion_mode":
             kw["expansion_mode"] = _one_of(f, v, EXPANSION_MODES)

@@ -69,6 +69,11 @@ class ExecutionDefaults:
     message_regimes: MessageRegimes | None = None
     """Per-message cost by message size (eager versus rendezvous transports); event-driven
     mode only (:class:`~hcsim.engine.regimes.MessageRegimes`)."""
+    launch_overlap: bool = False
+    """Whether a call's launch overlaps the device work of the call before it, as in a benchmark's
+    loop of asynchronous calls timed together (nccl-tests' and rccl-tests' ``BenchTime``, hccl_test's
+    back-to-back iterations): a call then costs the larger of its launch and its device time, not
+    their sum. False (default): one call alone, its launch first."""
 
     def __post_init__(self):
         from ..algorithms.schedule import COLLECTIVES  # lazily: algorithms sit below topology
@@ -95,10 +100,24 @@ class ExecutionDefaults:
                                   seconds(f"other_modes[{m}].launch_overhead_s", la)) for m, s, la in modes))
         if self.message_regimes is not None and not isinstance(self.message_regimes, MessageRegimes):
             raise bad_value("message_regimes", self.message_regimes, "a MessageRegimes or None")
+        if not isinstance(self.launch_overlap, (bool, np.bool_)):
+            raise bad_value("launch_overlap", self.launch_overlap, "True or False")
+        put("launch_overlap", bool(self.launch_overlap))
 
     def launch_for(self, collective: str) -> float:
         """Launch overhead of ``collective`` (its own if given, else the common one)."""
         return dict(self.launch_overhead_by_collective_s).get(collective, self.launch_overhead_s)
+
+    def call_time(self, launch_s: float, device_s: float) -> float:
+        """A call's time from its launch and its device time: their sum, or with
+        :attr:`launch_overlap` the larger of the two.
+
+        Examples
+        --------
+        >>> ExecutionDefaults().call_time(30e-6, 10e-6), ExecutionDefaults(launch_overlap=True).call_time(30e-6, 10e-6)
+        (4e-05, 3e-05)
+        """
+        return max(launch_s, device_s) if self.launch_overlap else launch_s + device_s
 
     def for_mode(self, mode: str | None) -> ExecutionDefaults:
         """These defaults under another HCCL_OP_EXPANSION_MODE (HOST, AI_CPU, AIV, HOST_TS)."""
@@ -107,7 +126,8 @@ class ExecutionDefaults:
         choice("expansion_mode", mode, EXPANSION_MODES)
         for name, step_s, launch_s in self.other_modes:
             if name == mode:
-                return ExecutionDefaults(step_s, launch_s, (), mode, self.other_modes, self.message_regimes)
+                return ExecutionDefaults(step_s, launch_s, (), mode, self.other_modes, self.message_regimes,
+                                         self.launch_overlap)
         known = ", ".join([self.expansion_mode] + [m for m, _, _ in self.other_modes])
         raise bad_value("expansion_mode", mode, f"this topology has figures for {known} only; add "
                         f"defaults.modes.{mode} (step_overhead_us, launch_overhead_us) to its file")
@@ -482,6 +502,8 @@ class Topology:
         if self.defaults.launch_overhead_by_collective_s:
             defaults["launch_overhead_by_collective_us"] = {
                 c: v * 1e6 for c, v in self.defaults.launch_overhead_by_collective_s}
+        if self.defaults.launch_overlap:
+            defaults["launch_overlap"] = True
         reg = self.defaults.message_regimes
         if reg is not None:
             pairs = reg.pair_limit if reg.pair_limit is not None else (None,) * len(reg.from_bytes)
