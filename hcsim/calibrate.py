@@ -889,11 +889,6 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if budget < n_max + 1:
         raise too_costly(f"costs {per_eval} units of engine work")
     launch0 = d0.launch_overhead_s or 1e-6  # a launch cost of 0 starts the fit at 1 us
-    if d0.launch_overlap and fixed_cost == "launch":
-        # a launch that overlaps the device work (ExecutionDefaults.launch_overlap) moves no point until it passes
-        # the point's device time, a flat region the simplex cannot leave from below: start it at half the fastest
-        # point's time, above a launch-bound point's device time and below a device-bound point's
-        launch0 = max(launch0, 0.5e-6 * min(t for _, _, t, _, _ in points))
     klass = None
     if fit == "bottleneck":
         runs = {(c, n, k, a) for c, n, _, k, a in points}
@@ -964,6 +959,11 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         return float(np.mean(predict(build(x)) ** 2))
 
     x0 = np.zeros(2 if klass else len(used) + 2)
+    if d0.launch_overlap and fixed_cost == "launch" and klass:
+        # a launch that overlaps the device work (ExecutionDefaults.launch_overlap) moves no point until it passes
+        # the point's device time, a flat region the simplex cannot leave from below: start it (the common launch
+        # and any per-collective one, by one factor) at half the fastest point's time if it is below that
+        x0[1] = np.log(max(1.0, 0.5e-6 * min(t for _, _, t, _, _ in points) / launch0))
     before = predict(build(x0))
     bounds = {"max_evals": max_evals, "max_simulations": max(1, max_simulations // len(points)),
               "max_work": budget}

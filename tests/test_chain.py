@@ -9,8 +9,11 @@ import pytest
 
 import hcsim
 from hcsim.algorithms.chain import MAX_SEGMENTS, MIN_SEGMENT_BYTES, segments
-from hcsim.algorithms.registry import build_schedule
+from hcsim.algorithms.registry import build_schedule, get_algorithm, make_args
 from hcsim.engine.regimes import MessageRegimes
+from hcsim.errors import HcsimError
+from hcsim.hccl.buffer import looped
+from hcsim.hccl.selection import HcclConfig
 from hcsim.topology import full_mesh, single_switch
 from hcsim.verify import verify
 
@@ -78,3 +81,36 @@ def test_the_protocol_is_chosen_by_the_whole_call():
     assert big == pytest.approx((n + 2 * 64 * KIB) / 1e9, rel=1e-9)
     small = hcsim.simulate(topo, "broadcast", n - 3, "chain").time_s
     assert small == pytest.approx(3 * 5e-6 + 2 * (n - 3 + 2 * 66931) / 1e9, rel=1e-9)
+
+
+def test_a_chain_cannot_be_a_level_of_a_composed_algorithm():
+    from hcsim.topology import tiered_mesh
+
+    topo = tiered_mesh((2, 4), (100e9, 10e9), (1e-6, 5e-6))
+    with pytest.raises(HcsimError, match="level1 algorithm for broadcast = 'chain'"):
+        hcsim.simulate(topo, "broadcast", 1 << 20, "ring/chain")
+
+
+def test_ccl_buffer_loops_keep_streaming_inside_each_loop():
+    """A job's chain broadcast through a 4 MiB buffer (two loops, a barrier between them) costs what simulate
+    gives (each loop priced alone): each loop's later segments stream, the first segment after the barrier
+    pays its step again."""
+    from hcsim.workload import Workload, run
+
+    topo = full_mesh(4, 10e9, 1e-6)
+    hccl = HcclConfig(buffer_bytes=4 << 20)
+    w = Workload("w")
+    w.collective("b", w.communicator("c", [0, 1, 2, 3]), "broadcast", 8 << 20, algorithm="chain")
+    job = run(topo, w, hccl=hccl).step_time_s
+    assert job == pytest.approx(hcsim.simulate(topo, "broadcast", 8 << 20, "chain", hccl=hccl).time_s, rel=1e-9)
+    sched = looped(get_algorithm("broadcast", "chain"), make_args("broadcast", 4, 8 << 20), 4 << 20)
+    assert sched.streamed and sched.barriers and len(sched.protocol_bytes) == len(sched.steps)
+
+
+@pytest.mark.parametrize("field, value", [("streamed", "no"), ("protocol_bytes", -5), ("protocol_bytes", float("nan")),
+                                          ("protocol_bytes", (1, 2))])
+def test_the_new_schedule_fields_are_checked(field, value):
+    sched = build_schedule("allreduce", "ring", 4, 100 << 10)
+    bad = dataclasses.replace(sched, **{field: value})
+    with pytest.raises(HcsimError, match=f"schedule.{field} = "):
+        hcsim.simulate(single_switch(4, 1e9), "allreduce", 100 << 10, lambda args: bad)

@@ -61,5 +61,11 @@ def test_nccl_in_one_nvlink_domain_runs_its_ring():
     assert set(rows.algorithm) == {"ring"}
     assert nccl_ring_rule("broadcast", 1 << 20, 8) == "chain"  # NCCL's broadcast: its ring, pipelined (change 40)
     assert nccl_ring_rule("alltoall", 1 << 20, 8) is None
+    # across a network too NCCL's broadcast and reduce are its ring (nccl_net_rule); its allreduce's choice is not made
+    from hcsim.corpus import LIBRARY_RULES, nccl_net_rule
+
+    assert LIBRARY_RULES["nccl-net"] is nccl_net_rule
+    assert [nccl_net_rule(c, 1 << 20, 16) for c in ("broadcast", "reduce", "allreduce", "allgather")] == \
+        ["chain", "chain", None, None]
     with pytest.raises(HcsimError):
         nccl_ring_rule("allreduce", -1, 8)

@@ -81,3 +81,14 @@ def test_the_corpus_option_overlaps_the_benchmark_loops_only():
     assert rep_on["launch_overhead_us"] != rep_off["launch_overhead_us"]
     with pytest.raises(HcsimError, match="launch_overlap"):
         validate_system(h100, launch_overlap="yes")
+
+
+def test_a_per_collective_launch_is_fitted_and_reported_by_the_same_factor():
+    truth = overlapped(single_switch(8, 80e9, npus_per_server=8), 25e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "ranks": 8, "size_bytes": [8, 1 << 30]})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
+    start = overlapped(single_switch(8, 100e9, npus_per_server=8), 0.0)
+    start.defaults = dataclasses.replace(start.defaults, launch_overhead_by_collective_s=(("allreduce", 1e-6),))
+    fitted, report = calibrate(start, pts, algorithm="ring", fit="bottleneck", fixed_cost="launch")
+    assert fitted.defaults.launch_for("allreduce") == pytest.approx(25e-6, rel=1e-3)
+    assert report["launch_overhead_us"] == pytest.approx(25.0, rel=1e-3)

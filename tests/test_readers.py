@@ -601,3 +601,19 @@ def test_a_row_that_lost_a_time_cell_under_a_reduction_header_is_still_an_error(
                     "     1048576        262144   float     sum    74.78   14.02   24.54    N/A    14.10   24.67    N/A\n")
     with pytest.raises(HcsimError, match=r"line 5: 11 fields; an nccl-tests row has 12"):
         load_measured(path, collective="allreduce")
+
+
+@pytest.mark.parametrize("header, row, fields, want", [
+    # an older broadcast (header: type root time) whose row lost a cell: not its root read as the time
+    ("#       size         count    type    root     time   algbw   busbw  error     time   algbw   busbw  error\n",
+     "     2097152        524288   float       3    78.12   26.85   26.85    N/A    26.71   26.71    N/A\n", 11, 12),
+    # an older allgather (header: type time) with one cell too many: not its algbw read as the time
+    ("#       size         count    type     time   algbw   busbw  error     time   algbw   busbw  error\n",
+     "     2097152         65536   float     sum    77.28   27.14   23.75    N/A    76.10   27.56   24.11    N/A\n",
+     12, 11),
+])
+def test_older_headers_fix_the_row_length(tmp_path, header, row, fields, want):
+    path = tmp_path / "old.log"
+    path.write_text(_OLD_RANKS + header + row)
+    with pytest.raises(HcsimError, match=rf"line 4: {fields} fields; an nccl-tests row has {want}"):
+        load_measured(path, collective="broadcast")

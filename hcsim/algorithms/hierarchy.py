@@ -62,14 +62,17 @@ def _flat(collective: str, name: str) -> AlgorithmSpec:
     known = REGISTRY[collective]
     if name not in known and name == "mesh" and collective in ("scatter", "gather", "broadcast", "reduce"):
         name = "star"
-    if name not in known or known[name].levels != 1:  # pipeline and AHC are two-level already
-        raise bad_value(f"algorithm for a {collective} level", name, "a one-level algorithm: " + _one_level(collective))
+    if name not in known or known[name].levels != 1 or known[name].shape is not None:
+        # pipeline and AHC are two-level already; a level is built once at one size, so an algorithm whose
+        # structure follows the size (the pipelined chain: AlgorithmSpec.shape) cannot be one
+        raise bad_value(f"algorithm for a {collective} level", name, "a one-level algorithm whose structure does "
+                        "not depend on the size: " + _one_level(collective))
     return known[name]
 
 
 def _one_level(collective: str) -> str:
-    """The registered one-level algorithms for ``collective``, listed for an error message."""
-    return ", ".join(sorted(n for n, spec in REGISTRY[collective].items() if spec.levels == 1))
+    """The registered one-level algorithms for ``collective`` that can be a level, listed for an error message."""
+    return ", ".join(sorted(n for n, spec in REGISTRY[collective].items() if spec.levels == 1 and spec.shape is None))
 
 
 @lru_cache(maxsize=512)

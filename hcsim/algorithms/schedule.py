@@ -268,11 +268,13 @@ class Schedule:
     overhead (a pipelined chain's later segments: the library keeps several slots in flight on a
     connection, so the handshake and latency of one segment overlap the segment before it). The
     first segment of every hop pays them. False: every transfer pays them."""
-    protocol_bytes: int | None = None
+    protocol_bytes: int | tuple | None = None
     """The message size the library chooses its protocol by, for every transfer of the schedule
     (message regimes, :class:`hcsim.engine.regimes.MessageRegimes`): a pipelined chain cuts one
-    buffer into segments, but its library picks one protocol for the buffer. None: each transfer's
-    own message (:func:`hcsim.engine.regimes.message_bytes`)."""
+    buffer into segments, but its library picks one protocol for the buffer; or a tuple of one per
+    step (CCL-buffer loops of such a schedule, each piece its own). None: each transfer's own
+    message (:func:`hcsim.engine.regimes.message_bytes`). A streamed transfer never continues a
+    stream across a barrier."""
 
     @property
     def p(self) -> int:
@@ -355,6 +357,23 @@ def check_structure(schedule: Schedule) -> None:
         if (step.nbytes < 0).any():
             raise ScheduleError(f"step {k}: negative byte count")
     check_barriers(schedule)
+    check_streaming(schedule)
+
+
+def check_streaming(schedule) -> None:
+    """``streamed`` must be True or False and ``protocol_bytes`` None, a whole number of bytes, or one per
+    step (a schedule without them, a user's object, has neither)."""
+    streamed = getattr(schedule, "streamed", False)
+    if not isinstance(streamed, (bool, np.bool_)):
+        raise ScheduleError(f"schedule.streamed = {streamed!r}: True or False")
+    pb = getattr(schedule, "protocol_bytes", None)
+    if pb is None:
+        return
+    n = len(schedule.steps)
+    each = pb if isinstance(pb, tuple) else (pb,)
+    if (isinstance(pb, tuple) and len(pb) != n) or not all(is_int(x) and 0 <= x <= MAX_SIZE_BYTES for x in each):
+        raise ScheduleError(f"schedule.protocol_bytes = {pb!r}: None, a whole number of bytes from 0 to "
+                            f"{MAX_SIZE_BYTES}, or a tuple of one per step ({n})")
 
 
 def check_barriers(schedule: Schedule) -> None:

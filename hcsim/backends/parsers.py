@@ -343,8 +343,11 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
     collective = _nccl_binary(text, collective, src)
     ranks = _nccl_ranks(text, ranks, src)
-    header = re.search(r"^#\s+size\s+count\s+type\s+redop\s+(root\s+)?time\b", text, flags=re.M)
-    fields = (11, 12, 13) if header is None else (13,) if header.group(1) else (12,)
+    # the header names the columns a row has: size count type [redop] [root] time ... (older versions print
+    # only those a test has); without one, a row of 11, 12 or 13 fields is read by its own count
+    header = re.search(r"^#\s+size\s+count\s+type\s+(redop\s+)?(root\s+)?time\b", text, flags=re.M)
+    fields = (11, 12, 13) if header is None else (11 + bool(header.group(1)) + bool(header.group(2)),)
+    redop_column = header is not None and bool(header.group(1))
     rows = []
     for number, line in enumerate(_lines(text), 1):
         if line.lstrip().startswith("#"):
@@ -355,7 +358,8 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
         if not _DIGITS.fullmatch(tokens[0][0]):  # '256.5', '-8', '1e3': a row with a bad size, not a banner
             _size(tokens[0][0], src.at(number, tokens[0][1], "size"))
         # an empty reduction cell (older versions' alltoall, under a header naming one) is one field fewer
-        empty_redop = len(tokens) == min(fields) - 1 and len(tokens) > 3 and not tokens[3][0].isalpha()
+        empty_redop = (redop_column and len(tokens) == fields[0] - 1 and len(tokens) > 3
+                       and not tokens[3][0].isalpha())
         if len(tokens) not in fields and not empty_redop:
             raise ConfigError(f"{src.at(number)}: {len(tokens)} fields; an nccl-tests row has "
                               f"{' or '.join(map(str, fields))} (a truncated or ragged row)")

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..algorithms.schedule import check_streaming
 from ..errors import StuckScheduleError, WorkLimitError, bad_value, is_int, is_real
 from ..limits import (
     FLOWS_PER_UNIT,
@@ -1131,6 +1132,8 @@ class FlowSimulator:
         self.step_end_s = np.full(self.n_steps, -np.inf)
         self.step_count = np.zeros(self.n_steps, dtype=np.int64)
         self.barriers = {int(k): 0 for k in getattr(schedule, "barriers", ())}  # step -> ranks arrived
+        self.barriers_at = frozenset(self.barriers)  # kept: the dict above empties as ranks pass them
+        check_streaming(schedule)
         self._active = None  # (rank, step) keys of every rank's steps, sorted: built on a long skip
         self._gid_base = None  # with it: each step's first transfer id (the sizes of the steps before)
         self.next_gid = 0
@@ -1286,7 +1289,7 @@ class FlowSimulator:
                 return None
             st = _StepState(k, step, route, gid0, rec, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server, self._continued(k, step), getattr(self.schedule, "protocol_bytes", None))
+                            self._server, self._continued(k, step), self._protocol_bytes(k))
             r = st.route
             fabric._refresh_paths()
             bw = (self.fabric._path_bw[r.sub_path] if r.single
@@ -1394,11 +1397,16 @@ class FlowSimulator:
                                      f"{' ...' if len(stuck) > 8 else ''} never finished")
 
     # ---------------------------------------------------------------- steps
+    def _protocol_bytes(self, k: int) -> int | None:
+        """The size step ``k``'s transfers choose their message regime by (:attr:`Schedule.protocol_bytes`)."""
+        pb = getattr(self.schedule, "protocol_bytes", None)
+        return pb[k] if isinstance(pb, tuple) else pb
+
     def _continued(self, k: int, step) -> np.ndarray | None:
         """For a streamed schedule (:attr:`Schedule.streamed`), per transfer of step ``k``, whether
         its (sender, receiver) pair also had a transfer in step k - 1 (it continues that stream);
-        None for any other schedule or step 0."""
-        if not getattr(self.schedule, "streamed", False) or k == 0:
+        None for any other schedule, step 0, or a step behind a barrier (a new call's first)."""
+        if not getattr(self.schedule, "streamed", False) or k == 0 or k in self.barriers_at:
             return None
         before = self.schedule.steps[k - 1]
         m = self.p
@@ -1590,7 +1598,7 @@ class FlowSimulator:
             gid0 = self.next_gid if self._gid_base is None else int(self._gid_base[k])
             st = _StepState(k, step, self._routing(step), gid0, self.cfg.record, self.reduce_Bps,
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server, self._continued(k, step), getattr(self.schedule, "protocol_bytes", None))
+                            self._server, self._continued(k, step), self._protocol_bytes(k))
             self.next_gid += st.n
             self.step_count[k] = st.n
             _count_step(self._moved, st.route, st.nbytes)  # every byte of the step will cross its paths

@@ -29,7 +29,7 @@ from ..algorithms.schedule import (
     make_message_step,
     make_step,
 )
-from ..errors import WorkLimitError, bad_value, is_int
+from ..errors import ScheduleError, WorkLimitError, bad_value, is_int
 from ..limits import MAX_LOOPED_STEPS
 from ..verify import _owner
 
@@ -107,8 +107,8 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
                                  f"max_steps = {max_steps:,} (hcsim.limits.MAX_LOOPED_STEPS); use a larger buffer "
                                  "or a smaller size, or simulate it (its loops are priced without building them)")
     sizes = piece_sizes(args, buffer_bytes)
-    steps, chunk_bytes, owners, barriers = [], [], [], []
-    offset = 0
+    steps, chunk_bytes, owners, barriers, protocol = [], [], [], [], []
+    offset, streamed = 0, False
     for size in sizes:
         sub = cache.get(size)
         if sub is None:
@@ -119,9 +119,17 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
         barriers.extend(len(steps) + k for k in sub.barriers)
         for st in sub.steps:
             steps.append(_shifted(st, offset))
+        # a streamed piece (the pipelined chain) keeps streaming inside its loop, its protocol by its own size;
+        # the barrier before every loop after the first ends the stream (the engine's Schedule.streamed)
+        streamed = streamed or bool(getattr(sub, "streamed", False))
+        protocol.extend([getattr(sub, "protocol_bytes", None)] * len(sub.steps))
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
         offset += sub.num_chunks
+    if any(isinstance(x, tuple) for x in protocol):
+        raise ScheduleError(f"{spec.name} {args.collective}: a piece's protocol_bytes is one per step; a looped "
+                            "schedule takes one number per piece")
     return Schedule(args, offset, steps, np.concatenate(chunk_bytes), spec.name,
                     {"buffer_loops": len(sizes)}, chunk_owner=np.concatenate(owners),
-                    barriers=tuple(b for b in barriers if b < len(steps)))
+                    barriers=tuple(b for b in barriers if b < len(steps)), streamed=streamed,
+                    protocol_bytes=None if all(x is None for x in protocol) else tuple(protocol))

@@ -73,7 +73,9 @@ class ExecutionDefaults:
     """Whether a call's launch overlaps the device work of the call before it, as in a benchmark's
     loop of asynchronous calls timed together (nccl-tests' and rccl-tests' ``BenchTime``, hccl_test's
     back-to-back iterations): a call then costs the larger of its launch and its device time, not
-    their sum. False (default): one call alone, its launch first."""
+    their sum. False (default): one call alone, its launch first. It sets the time :func:`hcsim.simulate`
+    and :func:`hcsim.sweep` report (a benchmark's call); a call's step and transfer tables still show it
+    alone, launch first, and a job's collectives (:mod:`hcsim.workload`) keep their launch first."""
 
     def __post_init__(self):
         from ..algorithms.schedule import COLLECTIVES  # lazily: algorithms sit below topology
