@@ -107,3 +107,14 @@ def test_measured_file_options_are_refused_with_a_backend(tmp_path, capsys, monk
     code, out = _run([cmd, "--backend", "mpi"] + extra, capsys)  # refused before any testbed is brought up
     assert code != 0 and len(out.err.strip().splitlines()) == 1
     assert "not with --backend" in out.err or "only with --measured" in out.err
+
+
+def test_validate_says_when_nccl_rows_ran_with_hccls_choice(capsys):
+    # an nccl-tests broadcast without --transport runs HCCL's choice (the star): the command says so in one line,
+    # and with --transport nccl-nvlink it predicts NCCL's pipelined chain instead (no such line)
+    args = ["validate", "--measured", str(PUBLISHED / "a100_8gpu_superbench_nccl_broadcast.txt"), "--topology",
+            str(PUBLISHED / "a100_8gpu_nvswitch.yaml")]
+    code, out = _run(args, capsys)
+    assert code == 0 and "star" in out.out and "--transport nccl-nvlink (one NVLink domain) or nccl-net" in out.out
+    code, out = _run(args + ["--transport", "nccl-nvlink"], capsys)
+    assert code == 0 and "chain" in out.out and "predicted with HCCL's choice" not in out.out

@@ -444,6 +444,10 @@ def _cmd_validate(a) -> int:
         measured = library_algorithms(measured, a.topology, a.transport)
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"), max_work=a.max_work)
     print(format_validation(df), end="")
+    if a.transport is None and a.algo == "auto" and "algorithm" in measured and \
+            measured["algorithm"].astype(str).str.lower().eq("nccl").any():
+        print("# these rows ran NCCL (nccl-tests) and were predicted with HCCL's choice of algorithm; "
+              "--transport nccl-nvlink (one NVLink domain) or nccl-net predicts what NCCL runs")
     _validation_outputs(df, a)
     return 0
 
