@@ -30,6 +30,11 @@ An *eager* transfer (its message in a regime with ``start_when = "sender"``,
    to, not the ranks that send to it. A rank all of whose transfers of a step completed
    before it entered leaves the step at once.
 
+In a streamed schedule (:attr:`Schedule.streamed`, the pipelined chain) a transfer whose pair also had a
+transfer in step k-1 (not across a barrier) continues that stream: its *start* is its *ready*, without the
+per-step overhead, the path latency or its regime's overhead, which the segment before it paid. Its message
+regime is chosen by :attr:`Schedule.protocol_bytes` where the schedule gives one.
+
 A schedule's barriers (:attr:`Schedule.barriers`, CCL-buffer loops) hold every rank that
 reaches one until all ranks have; the last arrival releases them all at that instant.
 
