@@ -118,3 +118,13 @@ def test_validate_says_when_nccl_rows_ran_with_hccls_choice(capsys):
     assert code == 0 and "star" in out.out and "--transport nccl-nvlink (one NVLink domain) or nccl-net" in out.out
     code, out = _run(args + ["--transport", "nccl-nvlink"], capsys)
     assert code == 0 and "chain" in out.out and "predicted with HCCL's choice" not in out.out
+
+
+def test_calibrate_says_when_nccl_rows_were_fitted_with_hccls_choice(tmp_path, capsys):
+    args = ["calibrate", "--measured", str(PUBLISHED / "a100_8gpu_superbench_nccl_all_reduce.txt"), "--topology",
+            str(PUBLISHED / "a100_8gpu_nvswitch.yaml"), "--fit", "bottleneck", "--points", "ends",
+            "--out", str(tmp_path / "t.yaml")]
+    code, out = _run(args, capsys)
+    assert code == 0 and "fitted with HCCL's choice" in out.out
+    code, out = _run(args + ["--transport", "nccl-nvlink"], capsys)
+    assert code == 0 and "HCCL's choice" not in out.out

@@ -444,8 +444,7 @@ def _cmd_validate(a) -> int:
         measured = library_algorithms(measured, a.topology, a.transport)
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"), max_work=a.max_work)
     print(format_validation(df), end="")
-    if a.transport is None and a.algo == "auto" and "algorithm" in measured and \
-            measured["algorithm"].astype(str).str.lower().eq("nccl").any():
+    if _nccl_rows_without_transport(a, measured):
         print("# these rows ran NCCL (nccl-tests) and were predicted with HCCL's choice of algorithm; "
               "--transport nccl-nvlink (one NVLink domain) or nccl-net predicts what NCCL runs")
     _validation_outputs(df, a)
@@ -586,6 +585,13 @@ def _warn_noisy(fit: dict) -> None:
         print(f"# warning: {warning}")
 
 
+def _nccl_rows_without_transport(a, measured) -> bool:
+    """Whether nccl-tests rows (algorithm "nccl") were taken without ``--transport``, under ``--algo auto``: then
+    HCCL's choice stood in for NCCL's algorithms, which the command says in one line."""
+    return (a.transport is None and a.algo == "auto" and "algorithm" in measured
+            and bool(measured["algorithm"].astype(str).str.lower().eq("nccl").any()))
+
+
 def _check_transport(name: str) -> None:
     """``--transport``: one of the libraries the corpus sets up, exactly as named."""
     from ..corpus import TRANSPORTS
@@ -669,6 +675,9 @@ def _cmd_calibrate(a) -> int:
           f"({rep['evaluations']} evaluations; limit {rep['evaluation_limit']}, which a last simplex shrink may pass by "
           "the parameter count)")
     print(f"# written to {save_topology(fitted, a.out)}")
+    if _nccl_rows_without_transport(a, measured):
+        print("# these rows ran NCCL (nccl-tests) and were fitted with HCCL's choice of algorithm; --fit bottleneck "
+              "--transport nccl-nvlink (one NVLink domain) or nccl-net fits them as NCCL runs")
     if a.leave_one_out:  # after the fit is saved: a refused leave-one-out loses nothing
         from ..calibrate_sweep import leave_one_out_errors
 
