@@ -680,9 +680,8 @@ def build_work(spec, args, buffer_bytes, every_loop: bool = False) -> int:
 
 
 def _probe_key(spec, args) -> tuple:
-    shape = getattr(spec, "shape", None)
     return (spec, args.collective, args.p, args.server_sizes, args.pods, args.root,
-            None if shape is None else shape(args))
+            None if spec.shape is None else spec.shape(args))
 
 
 def _extrapolated_transfers(spec, args, max_work: int | None = None, copies: int = 1) -> float:

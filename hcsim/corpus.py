@@ -798,13 +798,7 @@ def with_launch_overlap(topology):
     >>> with_launch_overlap(single_switch(8, 450e9)).defaults.launch_overlap
     True
     """
-    import dataclasses
-
-    from .topology.io import load_topology
-
-    out = load_topology(topology).copy()
-    out.defaults = dataclasses.replace(out.defaults, launch_overlap=True)
-    return out
+    return _with_defaults(topology, launch_overlap=True)
 
 
 def with_step_overhead(topology, step_overhead_s: float):
@@ -817,13 +811,19 @@ def with_step_overhead(topology, step_overhead_s: float):
     >>> with_step_overhead(single_switch(8, 450e9), 0.6e-6).defaults.step_overhead_s
     6e-07
     """
+    from .calibrate import _seconds
+
+    return _with_defaults(topology, step_overhead_s=_seconds("step_overhead_s", step_overhead_s))
+
+
+def _with_defaults(topology, **fields):
+    """A copy of ``topology`` (a Topology or a YAML path) with these fields of its execution defaults changed."""
     import dataclasses
 
-    from .calibrate import _seconds
     from .topology.io import load_topology
 
     out = load_topology(topology).copy()
-    out.defaults = dataclasses.replace(out.defaults, step_overhead_s=_seconds("step_overhead_s", step_overhead_s))
+    out.defaults = dataclasses.replace(out.defaults, **fields)
     return out
 
 
@@ -909,8 +909,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         system = {**system, "p2p_bw_MBps": mbps, "topology": with_network_rate(system["topology"], mbps * 1e6)}
     if network_latency and system.get("pingpong_us") is not None:
         system = {**system, "topology": with_network_latency(system["topology"], system["pingpong_us"] * 1e-6)}
-    if launch_overlap and (system.get("transport") or "").split()[:1] and \
-            system["transport"].split()[0] in LOOP_TRANSPORTS:
+    library = (system.get("transport") or "").split()[:1]
+    if launch_overlap and library and library[0] in LOOP_TRANSPORTS:
         system = {**system, "topology": with_launch_overlap(system["topology"])}
     measured = system["measured"]
     cal = calibration_points(measured)  # taken before the library's rule names the rows' algorithms
@@ -927,7 +927,6 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         if load_topology(system["topology"]).product is None:
             measured = (_selected(measured, system["topology"]) if algorithm == "selected"
                         else library_algorithms(measured, system["topology"], system.get("transport")))
-    library = (system.get("transport") or "").split()[:1]
     if network_fit and fit == "bottleneck" and library and library[0] in NETWORK_FIT_TRANSPORTS:
         calibrate_kwargs = {"fixed_cost": "network", **calibrate_kwargs}
     if sweep_bands is None or len(sweep) < 3:  # a sweep of two points is the two-point fit

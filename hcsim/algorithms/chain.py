@@ -40,6 +40,8 @@ Without pipelining (k = 1) these are the unsegmented chain's (p-1)(a + n beta) (
 
 from __future__ import annotations
 
+import numpy as np
+
 from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, register
 from .schedule import ChunkSpace, CollectiveArgs, LazySteps, Schedule, make_step, split_bytes
@@ -73,12 +75,10 @@ def _chain(args: CollectiveArgs, reduce: bool) -> Schedule:
     space = ChunkSpace(split_bytes(n, k))
 
     def step(t):
-        hops = [h for h in range(max(0, t - k + 1), min(t, p - 2) + 1)]  # hop h carries segment t - h
-        seg = [t - h for h in hops]
-        rel_src = [h + 1 if reduce else h for h in hops]
-        src = [(r + root) % p for r in rel_src]
-        dst = [(r + 1 + root) % p for r in rel_src]
-        return make_step(src, dst, space.range_bytes(seg, [i + 1 for i in seg]), reduce, seg, [i + 1 for i in seg])
+        hops = np.arange(max(0, t - k + 1), min(t, p - 2) + 1)  # hop h carries segment t - h
+        seg = t - hops
+        rel = hops + 1 if reduce else hops  # the sender, counted from the root
+        return make_step((rel + root) % p, (rel + 1 + root) % p, space.range_bytes(seg, seg + 1), reduce, seg, seg + 1)
 
     return Schedule(args, k, LazySteps(p - 2 + k, step), space.chunk_bytes, "chain", streamed=True,
                     protocol_bytes=n // (p - 1))
@@ -98,12 +98,9 @@ def cost_reduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
     return (args.p - 1) * m.alpha_s + _path_bytes(args) * (m.beta_s_per_B + m.gamma_s_per_B)
 
 
-def _shape(args: CollectiveArgs) -> int:
-    return segments(args.nbytes)
-
-
 register(AlgorithmSpec("chain", "broadcast", lambda a: _chain(a, False), cost_broadcast,
-                       "the buffer streams down the chain root -> root+1 -> ... in segments", SOURCE, shape=_shape))
+                       "the buffer streams down the chain root -> root+1 -> ... in segments", SOURCE,
+                       shape=lambda a: segments(a.nbytes)))
 register(AlgorithmSpec("chain", "reduce", lambda a: _chain(a, True), cost_reduce,
                        "the buffer streams up the chain root+1 -> ... -> root in segments, reduced at each hop",
-                       SOURCE, shape=_shape))
+                       SOURCE, shape=lambda a: segments(a.nbytes)))

@@ -357,7 +357,6 @@ def check_structure(schedule: Schedule) -> None:
         if (step.nbytes < 0).any():
             raise ScheduleError(f"step {k}: negative byte count")
     check_barriers(schedule)
-    check_streaming(schedule)
 
 
 def check_streaming(schedule) -> None:

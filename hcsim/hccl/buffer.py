@@ -29,7 +29,7 @@ from ..algorithms.schedule import (
     make_message_step,
     make_step,
 )
-from ..errors import ScheduleError, WorkLimitError, bad_value, is_int
+from ..errors import WorkLimitError, bad_value, is_int
 from ..limits import MAX_LOOPED_STEPS
 from ..verify import _owner
 
@@ -126,9 +126,6 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
         offset += sub.num_chunks
-    if any(isinstance(x, tuple) for x in protocol):
-        raise ScheduleError(f"{spec.name} {args.collective}: a piece's protocol_bytes is one per step; a looped "
-                            "schedule takes one number per piece")
     return Schedule(args, offset, steps, np.concatenate(chunk_bytes), spec.name,
                     {"buffer_loops": len(sizes)}, chunk_owner=np.concatenate(owners),
                     barriers=tuple(b for b in barriers if b < len(steps)), streamed=streamed,
