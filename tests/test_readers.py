@@ -617,3 +617,33 @@ def test_older_headers_fix_the_row_length(tmp_path, header, row, fields, want):
     path.write_text(_OLD_RANKS + header + row)
     with pytest.raises(HcsimError, match=rf"line 4: {fields} fields; an nccl-tests row has {want}"):
         load_measured(path, collective="broadcast")
+
+
+def test_a_log_of_several_nccl_tests_binaries_reads_each_section_as_its_own(tmp_path):
+    # a script running all_reduce_perf, then all_gather_perf, into one log (as xxrjun/nccl-tests-cluster keeps them)
+    ranks = "".join(f"#  Rank {r:2d} Group  0 Pid {r} on h device  0 [0x1a] H100\n" for r in range(8))
+    header = "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong\n"
+    text = ("# Collective test starting: all_reduce_perf\n" + ranks + header
+            + NCCL_ROW.format(size=1024, count=256, w1=0, w2=0)
+            + "# Collective test concluded: all_reduce_perf\n\n"
+            + "# Collective test starting: all_gather_perf\n" + ranks[: ranks.index("#  Rank  4")] + header
+            + NCCL_ROW.format(size=2048, count=128, w1=0, w2=0) + NCCL_ROW.format(size=4096, count=256, w1=0, w2=0))
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    df = load_measured(path)
+    assert df[["collective", "ranks", "size_bytes"]].values.tolist() == [
+        ["allreduce", 8.0, 1024], ["allgather", 4.0, 2048], ["allgather", 4.0, 4096]]
+    assert load_measured(path, collective="allgather")["size_bytes"].tolist() == [2048, 4096]
+    with pytest.raises(HcsimError, match=r"no alltoall rows"):
+        load_measured(path, collective="alltoall")
+    # an error in the second section names the line of the whole file
+    lines = text.split("\n")
+    bad = next(i for i, line in enumerate(lines) if line.lstrip().startswith("4096"))
+    lines[bad] = lines[bad].replace("4096", "4096.5", 1)
+    path.write_text("\n".join(lines))
+    with pytest.raises(HcsimError, match=rf"line {bad + 1}, column \d+ \(size\) = '4096.5'"):
+        load_measured(path)
+    path.write_text("mpirun ./all_reduce_perf ./all_gather_perf\n" + ranks + header  # one line, two binaries
+                    + NCCL_ROW.format(size=1024, count=256, w1=0, w2=0))
+    with pytest.raises(HcsimError, match=r"line 1: names several nccl-tests binaries \(allreduce, allgather\)"):
+        load_measured(path)

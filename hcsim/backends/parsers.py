@@ -295,10 +295,34 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     return df if src is source else src.warn(df)
 
 
+def _nccl_sections(text: str, src) -> list[str]:
+    """A log of several nccl-tests binaries run one after another, cut into one text per binary.
+
+    A section starts at a line naming a binary other than the one before (a launch command
+    or ``# Collective test starting: all_gather_perf``); lines above the first named one belong
+    to the first section. Each section keeps its lines' numbers (earlier lines are left blank),
+    so errors name the line of the whole file. A line naming two binaries is refused.
+    """
+    lines = _lines(text)
+    starts, current = [0], None
+    for index, line in enumerate(lines):
+        named = dict.fromkeys(NCCL_TESTS[b] for b in re.findall(r"\b(\w+_perf)\b", line) if b in NCCL_TESTS)
+        if len(named) > 1:
+            raise ConfigError(f"{src.at(index + 1)}: names several nccl-tests binaries "
+                              f"({', '.join(named)}); a line of a log names one")
+        if named:
+            binary = next(iter(named))
+            if current is not None and binary != current:
+                starts.append(index)
+            current = binary
+    bounds = list(zip(starts, starts[1:] + [len(lines)]))
+    return ["\n" * lo + "\n".join(lines[lo:hi]) for lo, hi in bounds]
+
+
 def _nccl_binary(text, collective, src):
     found = dict.fromkeys(m.group(1) for m in re.finditer(r"\b(\w+_perf)\b", text))
     known = [b for b in found if b in NCCL_TESTS]
-    if len({NCCL_TESTS[b] for b in known}) > 1:
+    if len({NCCL_TESTS[b] for b in known}) > 1:  # _nccl_sections cut a log of several apart first
         raise ConfigError(f"{src.name}: output of several nccl-tests binaries ({', '.join(known)}); one per file")
     if known:
         return _named(collective, NCCL_TESTS[known[0]], known[0])
@@ -341,6 +365,16 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     if not isinstance(in_place, bool):
         raise bad_value("in_place", in_place, "True or False")
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
+    sections = _nccl_sections(text, src)
+    if len(sections) > 1:  # one log of several binaries: each section read as its own output
+        df = pd.concat([parse_nccl_tests(part, None, ranks, algorithm, in_place, source=src) for part in sections],
+                       ignore_index=True)
+        if collective is not None:
+            df = df[df["collective"] == collective].reset_index(drop=True)
+            if df.empty:
+                raise ConfigError(f"{src.name}: no {collective} rows (the log's binaries: "
+                                  f"{', '.join(dict.fromkeys(_nccl_binary(p, None, src) for p in sections))})")
+        return df if src is source else src.warn(df)
     collective = _nccl_binary(text, collective, src)
     ranks = _nccl_ranks(text, ranks, src)
     # the header names the columns a row has: size count type [redop] [root] time ... (older versions print
