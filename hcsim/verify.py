@@ -120,6 +120,9 @@ def initial_and_expected(schedule: Schedule):
         want[check] = 1
     else:  # pragma: no cover - guarded by the registry
         raise ScheduleError(f"collective = {coll!r}: the verifier has no postcondition for it")
+    if getattr(schedule, "in_network", False):  # the switch: no data of its own, no postcondition
+        init, want, check = (np.concatenate([a, np.zeros((1,) + a.shape[1:], dtype=a.dtype)])
+                             for a in (init, want, check))
     return init, want, check
 
 
@@ -167,7 +170,7 @@ def verify(schedule: Schedule) -> None:
         raise ScheduleError(f"{schedule.algorithm} {coll}: negative chunk size")
     space = ChunkSpace(schedule.chunk_bytes)
     state, want, check = initial_and_expected(schedule)
-    p, c = schedule.p, schedule.num_chunks
+    p, c = len(state), schedule.num_chunks  # the ranks, and the switch of an in-network schedule
     per_chunk = state.shape[2]  # counters a chunk moved carries (p for a reduction)
     moved = 0
     for k, step in enumerate(schedule.steps):
@@ -181,7 +184,7 @@ def verify(schedule: Schedule) -> None:
                                 f"not inside [0, {c})")
         moved += int((step.chunk_hi - step.chunk_lo).sum()) * per_chunk
         if moved > MAX_MOVED:
-            raise ScheduleError(f"verify: {schedule.algorithm} {coll} p={p} moves more than {MAX_MOVED} chunk "
+            raise ScheduleError(f"verify: {schedule.algorithm} {coll} p={schedule.p} moves more than {MAX_MOVED} chunk "
                                 f"counters by step {k} of {len(schedule.steps)} (limit MAX_MOVED); pass verify=False "
                                 "to skip")
         expect = space.range_bytes(step.chunk_lo, step.chunk_hi)
@@ -227,7 +230,7 @@ def verify(schedule: Schedule) -> None:
             detail = f"holds rank {j}'s contribution {times} times, expected {int(exp[j])}"
         else:
             detail = "does not hold it" if got.sum() == 0 else "holds it"
-        raise ScheduleError(f"{schedule.algorithm} {coll} p={p}: after the last step rank {r} chunk {ch} {detail}")
+        raise ScheduleError(f"{schedule.algorithm} {coll} p={schedule.p}: after the last step rank {r} chunk {ch} {detail}")
 
 
 def _apply_step(state: np.ndarray, step, c: int) -> bool:

@@ -4,7 +4,7 @@ Importing this package registers ring, chain (the pipelined chain broadcast and 
 (HCCL's nonuniform algorithms), star, double_ring, multiring (k rings of coprime strides), tree (binomial), bmtree (Open MPI's
 binomial broadcast), rd (recursive doubling AllReduce), rabenseifner (Open MPI's
 halving order), pairwise, and reduce_bcast (HCCL's 910B small-count
-AllReduce).
+AllReduce), nvls (in-network AllReduce through an NVLink SHARP switch).
 """
 
 from . import (  # noqa: F401
@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     multiring,
     neighbor,
     nonuniform,
+    nvls,
     pairwise,
     pipeline,
     rabenseifner,

@@ -275,10 +275,21 @@ class Schedule:
     step (CCL-buffer loops of such a schedule, each piece its own). None: each transfer's own
     message (:func:`hcsim.engine.regimes.message_bytes`). A streamed transfer never continues a
     stream across a barrier."""
+    in_network: bool = False
+    """Whether the schedule has one endpoint besides its p ranks: index p is the switch every rank
+    is linked to, which reduces what it receives and multicasts what it sends (NVLink SHARP:
+    NCCL's NVLS). It holds no data of its own, and the postcondition is checked on the ranks
+    alone. The engine finds the switch (the topology node adjacent to every rank whose
+    ``in_network_efficiency`` is set) and charges its transfers at that share of the link rate."""
 
     @property
     def p(self) -> int:
         return self.args.p
+
+    @property
+    def endpoints(self) -> int:
+        """Transfer endpoints: the p ranks, and the switch when :attr:`in_network`."""
+        return self.args.p + bool(self.in_network)
 
 
 MAX_SPLIT_PARTS = 1 << 26
@@ -337,7 +348,7 @@ def block_bytes(args: CollectiveArgs) -> np.ndarray:
 
 def check_structure(schedule: Schedule) -> None:
     """Cheap checks every schedule must pass before it is simulated (any size)."""
-    p = schedule.p
+    p = schedule.endpoints if isinstance(schedule, Schedule) else schedule.p
     c = schedule.num_chunks
     if c < 1 or len(schedule.chunk_bytes) != c:
         raise ScheduleError(f"schedule.num_chunks = {c}: must be >= 1 and match chunk_bytes ({len(schedule.chunk_bytes)})")

@@ -381,7 +381,7 @@ class _StepState:
                  "early")
 
     def __init__(self, k, step, route: _StepRouting, gid0, record, reduce_Bps, regimes=None, new_peer=None,
-                 inline_ok=True, server=None, continued=None, protocol_bytes=None):
+                 inline_ok=True, server=None, continued=None, protocol_bytes=None, in_network=None):
         self.k = k
         self.src, self.dst = step.src, step.dst
         self.nbytes = step.nbytes.astype(float)
@@ -408,6 +408,11 @@ class _StepState:
                     self.early = np.zeros(len(step), dtype=bool)
             if regimes.serial_aware:  # a sender's messages of the step go out one after another
                 self.extra_s = self.extra_s + regimes.serial_delay(step.src, step.dst, step.nbytes)
+        if in_network is not None:  # (switch endpoint, efficiency): its transfers move at that share of the rate
+            switch, efficiency = in_network
+            touch = (step.src == switch) | (step.dst == switch)
+            if touch.any():
+                self.charged = np.where(touch, self.charged / efficiency, self.charged)
         # pays: per transfer, 1.0 if it pays the per-step overhead, its path latency and its regime's
         # overhead; 0.0 for one that continues a stream (Schedule.streamed). None: every one pays.
         self.pays = None if continued is None or not continued.any() else np.where(continued, 0.0, 1.0)
@@ -1061,6 +1066,33 @@ class _DemandBound:
         return not (self.bound > fabric._hot_Bps).any()
 
 
+def in_network_switch(topo, rank_nodes) -> tuple[str, float]:
+    """The switch an in-network schedule runs through, and its efficiency: the node linked to every
+    rank's node whose ``in_network_efficiency`` is set (the ``single_switch`` builder's parameter).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch
+    >>> in_network_switch(single_switch(4, 1e9, in_network_efficiency=0.85), ["npu0", "npu1"])
+    ('sw0', 0.85)
+    """
+    g = topo.graph
+    common = None
+    for node in rank_nodes:
+        near = {v for v in g.successors(node) if g.nodes[v].get("in_network_efficiency")}
+        common = near if common is None else common & near
+        if not common:
+            break
+    if not common:
+        from ..errors import ConfigError
+
+        raise ConfigError(f"algorithm nvls: the ranks ({len(rank_nodes)}, on {rank_nodes[0]}...) share no switch that "
+                          "reduces in the network (a switch linked to every rank with in_network_efficiency set: "
+                          "single_switch(..., in_network_efficiency=0.85), YAML params.in_network_efficiency)")
+    switch = min(common)
+    return switch, float(g.nodes[switch]["in_network_efficiency"])
+
+
 class FlowSimulator:
     """Runs one schedule on one topology and collects timings.
 
@@ -1110,7 +1142,12 @@ class FlowSimulator:
         self.on_finish = on_finish
         self.schedule = schedule
         self.cfg = config
-        self.p = schedule.p
+        self._in_network = None  # (switch endpoint, efficiency) of an in-network schedule (Schedule.in_network)
+        if getattr(schedule, "in_network", False):
+            switch, efficiency = in_network_switch(topo, rank_nodes)
+            rank_nodes = [*rank_nodes, switch]
+            self._in_network = (schedule.p, efficiency)
+        self.p = len(rank_nodes) if self._in_network else schedule.p  # endpoints: the ranks (and the switch)
         self.n_steps = len(schedule.steps)
         self.rank_node = np.array([self.net.node_index[n] for n in rank_nodes], dtype=np.int64)
         self.n_nodes = len(self.net.node_names)
@@ -1119,6 +1156,8 @@ class FlowSimulator:
                            id(config.message_regimes))
         # a data type / reduce op that costs the vector unit f times fp32 sum's time per byte
         self.reduce_Bps = self.net.reduce_Bps[self.rank_node] / config.reduce_time_factor
+        if self._in_network:
+            self.reduce_Bps[-1] = np.inf  # the switch reduces at line rate
         self.pad = self.fabric.pad
         # bytes sent down each path: accumulated per path array of the steps this run entered
         # (_count_step), summed over paths only when asked (:attr:`path_bytes`)
@@ -1154,8 +1193,10 @@ class FlowSimulator:
         self._server = None
         if self._regimes is not None and self._regimes.local_aware:
             ids: dict = {}
-            self._server = np.array([ids.setdefault((s.pod, s.server), len(ids)) for s in map(topo.npu_spec, rank_nodes)],
-                                    dtype=np.int64)
+            self._server = np.array([ids.setdefault((s.pod, s.server), len(ids))
+                                     for s in map(topo.npu_spec, rank_nodes[:self.schedule.p])], dtype=np.int64)
+            if self._in_network:  # the switch counts as in the first rank's server
+                self._server = np.append(self._server, self._server[0])
 
     # the fabric's counters (a run alone on its fabric: its own)
     @property
@@ -1294,7 +1335,7 @@ class FlowSimulator:
                 return None
             st = _StepState(k, step, route, gid0, rec, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server, self._continued(k, step), self._protocol_bytes(k))
+                            self._server, self._continued(k, step), self._protocol_bytes(k), self._in_network)
             r = st.route
             fabric._refresh_paths()
             bw = (self.fabric._path_bw[r.sub_path] if r.single
@@ -1603,7 +1644,7 @@ class FlowSimulator:
             gid0 = self.next_gid if self._gid_base is None else int(self._gid_base[k])
             st = _StepState(k, step, self._routing(step), gid0, self.cfg.record, self.reduce_Bps,
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server, self._continued(k, step), self._protocol_bytes(k))
+                            self._server, self._continued(k, step), self._protocol_bytes(k), self._in_network)
             self.next_gid += st.n
             self.step_count[k] = st.n
             _count_step(self._moved, st.route, st.nbytes)  # every byte of the step will cross its paths

@@ -141,10 +141,13 @@ def full_mesh(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str
 
 
 def single_switch(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier: str = "generic",
-                  npus_per_server: int = 1, **npu_kwargs) -> Topology:
+                  npus_per_server: int = 1, in_network_efficiency: float | None = None, **npu_kwargs) -> Topology:
     """``n`` NPUs each with one link to a single non-blocking switch.
 
-    ``latency_s`` is per hop, so an NPU-to-NPU path pays it twice.
+    ``latency_s`` is per hop, so an NPU-to-NPU path pays it twice. ``in_network_efficiency``: the
+    switch reduces and multicasts in the network at this share of the link rate (NVLink SHARP on
+    an NVSwitch: NCCL's ``nvlsEfficiency``, 0.85 Hopper, 0.74 Blackwell), which the ``nvls``
+    AllReduce needs; None (default): it only forwards.
 
     Examples
     --------
@@ -158,7 +161,7 @@ def single_switch(n: int, bandwidth_Bps: float, latency_s: float = 0.0, *, tier:
     check_size("single_switch", _args(n=n), n, n + 1, 2 * n)
     t = Topology(f"switch-{n}", f"{n} NPUs on one switch")
     names = _npus(t, n, per, npu_kwargs)
-    t.add_node("sw0", "switch")
+    t.add_node("sw0", "switch", in_network_efficiency)
     for name in names:
         t.add_link(name, "sw0", spec)
     return t

@@ -92,7 +92,7 @@ _REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhe
                 "many_peer_efficiency", "local_efficiency", "send_overhead_us", "send_copy_GBps", "start_when"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "compute", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
-_NODE_KEYS = {"name", "kind"}
+_NODE_KEYS = {"name", "kind", "in_network_efficiency"}
 _LINK_KEYS = {"src", "dst", "bandwidth_GBps", "latency_us", "tier", "inline_reduce", "bidirectional"}
 _PER_LEVEL = {"tiered_mesh": {"bandwidth_Bps", "latency_s", "inline_reduce"}}
 """Builder parameters that take one value per level (a list in a file)."""
@@ -875,7 +875,7 @@ def _explicit(topo: Topology, doc: dict) -> None:
         kind = n.get("kind", "switch")
         if not isinstance(kind, str) or kind not in ("switch", "nic", "pcie"):
             raise _bad(f"{w}.kind", kind, "one of switch, nic, pcie (NPUs go under 'npus')")
-        _at(w, topo.add_node, _label(f"{w}.name", n["name"]), kind)
+        _at(w, topo.add_node, _label(f"{w}.name", n["name"]), kind, n.get("in_network_efficiency"))
     directed = 0
     specs: dict = {}
     for i, link in enumerate(links):

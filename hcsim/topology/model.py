@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from ..engine.regimes import MessageRegimes
-from ..errors import TopologyError, WorkLimitError, bad_value, is_int
+from ..errors import TopologyError, WorkLimitError, bad_value, is_int, is_real
 from ..limits import FREE_GROWN, MAX_LINKS, MAX_NODES, MAX_NPUS
 from . import routing
 from .routing import MAX_PATHS, ROUTING_POLICIES, SearchCache, collector_paused, ecmp_index
@@ -266,11 +266,23 @@ class Topology:
             raise bad_value("NPU spec", spec, "an NpuSpec or None")
         self._add_node(name, "npu", spec or NpuSpec())
 
-    def add_node(self, name: str, kind: str = "switch") -> None:
-        """Add a non-NPU node (switch, nic or pcie)."""
+    def add_node(self, name: str, kind: str = "switch", in_network_efficiency: float | None = None) -> None:
+        """Add a non-NPU node (switch, nic or pcie).
+
+        ``in_network_efficiency`` (a switch only): the switch reduces and multicasts in the network
+        (NVLink SHARP), its transfers moving at this share of the link rate (NCCL's
+        ``nvlsEfficiency``: 0.85 Hopper, 0.74 Blackwell); None (default): it only forwards. The
+        ``nvls`` algorithm needs one.
+        """
         if not isinstance(kind, str) or kind not in NODE_KINDS or kind == "npu":
             raise bad_value("kind", kind, "one of switch, nic, pcie (use add_npu for NPUs)")
+        if in_network_efficiency is not None:
+            e = in_network_efficiency
+            if kind != "switch" or not is_real(e) or not 0 < e <= 1:
+                raise bad_value("in_network_efficiency", e, "a share of the link rate in (0, 1], on a switch (or None)")
         self._add_node(name, kind, None)
+        if in_network_efficiency is not None:
+            self.graph.nodes[name]["in_network_efficiency"] = float(in_network_efficiency)
 
     def _add_node(self, name, kind, spec):
         _name("node name", name)
@@ -483,7 +495,9 @@ class Topology:
             if d["kind"] == "npu":
                 npus.append({"name": n, **_npu_to_yaml(d["spec"])})
             else:
-                nodes.append({"name": n, "kind": d["kind"]})
+                nodes.append({"name": n, "kind": d["kind"],
+                              **({"in_network_efficiency": d["in_network_efficiency"]}
+                                 if d.get("in_network_efficiency") else {})})
         links, written = [], set()
         for u, v, d in self.graph.edges(data=True):
             if (u, v) in written:
