@@ -41,7 +41,7 @@ import numpy as np
 
 from .algorithms.cost import AlphaBetaGamma
 from .algorithms.schedule import Schedule
-from .engine.des import EngineConfig, FlowSimulator
+from .engine.des import EngineConfig, FlowSimulator, in_network_switch
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
 from .limits import WORK_PER_INSTANT, grow_work, hop_work, search_work, walk_work
@@ -97,7 +97,11 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     (2.0, 25.0)
     """
     net = topo.compiled()
-    p = schedule.p
+    p = schedule.endpoints
+    efficiency = 1.0
+    if schedule.in_network:  # the switch is endpoint p: its pairs at its share of the link rate, no reduction cost
+        switch, efficiency = in_network_switch(topo, rank_nodes)
+        rank_nodes = [*rank_nodes, switch]
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
     pairs, reducing = _schedule_pairs(schedule, p)
     if _pairs is not None:  # for cached_path_parameters: a cached answer is bounded as a fresh one
@@ -149,6 +153,10 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
         pair_bw[i] = _spray_bandwidth(net, list(routes[i]))
     level = _pair_level_array(schedule.args, levels, src, dst)
     charged = reducing & ~(inline_reduce & pair_inline)
+    if schedule.in_network:
+        switched = (src == schedule.p) | (dst == schedule.p)
+        pair_bw = np.where(switched, pair_bw * efficiency, pair_bw)
+        charged &= dst != schedule.p
     g = 1.0 / net.reduce_Bps[rank_node[dst]]
     if reduce_time_factor != 1.0:
         g = g * reduce_time_factor

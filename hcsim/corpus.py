@@ -324,6 +324,76 @@ def nccl_net_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
     return "chain" if collective in ("broadcast", "reduce") else None
 
 
+NCCL_NVLINK_TUNER = {
+    # ncclTunerConstantsDefaults in NVIDIA/nccl src/graph/tuning.cc (read at 5067397c): per protocol
+    # (LL, LL128, Simple) the ring's base latency and its per-step NVLink latency, in us; NVLS runs Simple
+    # alone, with no base latency and 25 us over NVLink
+    "ring_base_us": (6.6, 14.0, 8.4), "ring_hop_us": (0.6, 1.9, 3.4), "nvls_us": 25.0,
+    # bus bandwidth as a share of the GPU's (ncclTopoTuneModel): LL half of it (and at most llMaxBw),
+    # LL128 0.92, Simple all; NVLS nvlsEfficiency x 2 ("AllReduce pipelines two operations")
+    "ring_share": (0.5, 0.92, 1.0),
+}
+"""NCCL's own tuner constants for an allreduce inside one NVLink domain (:func:`nccl_nvls_from_bytes`)."""
+
+
+def nccl_nvls_from_bytes(p: int, link_Bps: float, efficiency: float, ll_max_Bps: float | None = None) -> float:
+    """Smallest allreduce (bytes) for which NCCL's tuner prefers NVLS to its ring, on ``p`` GPUs of one
+    NVLink domain whose links carry ``link_Bps`` each way, with NVLS at ``efficiency``.
+
+    NCCL picks the algorithm and protocol of least modelled time, latency + size / algorithm bandwidth
+    (``ncclTopoTuneModel`` and ``topoGetAlgoInfo``, NVIDIA/nccl src/graph/tuning.cc and enqueue.cc):
+    the ring's latency is its base plus 2(p-1) NVLink steps, NVLS's 25 us; the ring's bus bandwidth is the
+    GPU's times the protocol's share (:data:`NCCL_NVLINK_TUNER`; LL also capped at ``ll_max_Bps``,
+    NCCL's ``llMaxBws``), NVLS's 2 x efficiency x the GPU's; both over the allreduce's 2(p-1)/p.
+    NVLS has the largest bandwidth, so it wins from the largest of its crossovers with the ring's three
+    protocols (0 where NVLS's latency is the smaller). Channel counts (NCCL's (nCh-1)/nCh) are left out.
+
+    Examples
+    --------
+    >>> round(nccl_nvls_from_bytes(8, 450e9, 0.85, 141e9) / 2**20, 2)   # H100: from about 1 MiB
+    1.02
+    """
+    tuner = NCCL_NVLINK_TUNER
+    ratio = p / (2 * (p - 1))  # algorithm over bus bandwidth of an allreduce
+    nvls = 2 * efficiency * link_Bps * ratio
+    start = 0.0
+    for base, hop, share in zip(tuner["ring_base_us"], tuner["ring_hop_us"], tuner["ring_share"], strict=True):
+        bus = share * link_Bps
+        if share == 0.5 and ll_max_Bps is not None:
+            bus = min(bus, ll_max_Bps)
+        ring = bus * ratio
+        lat_s = (base + 2 * (p - 1) * hop) * 1e-6
+        if nvls <= ring:
+            return float("inf")
+        if tuner["nvls_us"] * 1e-6 > lat_s:
+            start = max(start, (tuner["nvls_us"] * 1e-6 - lat_s) / (1 / ring - 1 / nvls))
+    return start
+
+
+def _nvls_rows(measured: pd.DataFrame, names: list, topology, ll_max_Bps: float | None) -> list:
+    """``names`` with NCCL's ring allreduces that NCCL's tuner would run as NVLS (:func:`nccl_nvls_from_bytes`)
+    renamed ``nvls``, where the ranks share a switch that reduces in the network; else unchanged."""
+    from .engine.des import in_network_switch
+    from .errors import ConfigError
+    from .topology.io import load_topology
+    from .validate import measured_ranks
+
+    topo = load_topology(topology)
+    out = list(names)
+    for i, ((_, r), name) in enumerate(zip(measured.iterrows(), names, strict=True)):
+        p = measured_ranks(r) or topo.num_npus
+        if name != "ring" or r["collective"] != "allreduce" or p > topo.num_npus:
+            continue
+        try:
+            switch, efficiency = in_network_switch(topo, topo.npus[:p])
+        except ConfigError:
+            return out  # no NVLink SHARP here: NCCL's ring stands
+        link = topo.link_spec(topo.npus[0], switch).bandwidth_Bps
+        if r["size_bytes"] >= nccl_nvls_from_bytes(p, link, efficiency, ll_max_Bps):
+            out[i] = "nvls"
+    return out
+
+
 LIBRARY_RULES = {"openmpi": open_mpi_fixed_rule, "intel-mpi": mpich_default_rule, "rccl": rccl_msccl_rule,
                  "nccl-nvlink": nccl_ring_rule, "nccl-net": nccl_net_rule}
 """The selection rule the corpus predicts a ``transport``'s rows with where they name no
@@ -530,7 +600,8 @@ def with_network_rate(topology, rate_Bps: float):
     return out
 
 
-def library_algorithms(measured: pd.DataFrame, topology, transport: str | None) -> pd.DataFrame:
+def library_algorithms(measured: pd.DataFrame, topology, transport: str | None,
+                       ll_max_Bps: float | None = None) -> pd.DataFrame:
     """``measured`` with every row's ``algorithm`` named: a row that names one keeps it; one that names
     none (or no hcsim algorithm: hccl_test and nccl-tests rows record their library,
     :func:`hcsim.validate.row_algorithm`) gets what ``transport``'s library runs where its rule is
@@ -555,6 +626,10 @@ def library_algorithms(measured: pd.DataFrame, topology, transport: str | None) 
     for (_, r), chosen in zip(measured.iterrows(), sel["algorithm"], strict=True):
         rule = rule_of(r["collective"], int(r["size_bytes"]), measured_ranks(r) or 0)
         names.append(chosen if row_algorithm(r, "auto") != "auto" or rule is None else rule)
+    if rule_of is nccl_ring_rule:  # an allreduce the ring rule named runs NVLS where the switch has NVLink SHARP
+        forced = [row_algorithm(r, "auto") != "auto" for _, r in measured.iterrows()]
+        nvls = _nvls_rows(measured, names, topology, ll_max_Bps)
+        names = [n if f else v for n, v, f in zip(names, nvls, forced, strict=True)]
     return measured.assign(algorithm=names)
 
 
@@ -926,7 +1001,9 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
         algo = "auto"
         if load_topology(system["topology"]).product is None:
             measured = (_selected(measured, system["topology"]) if algorithm == "selected"
-                        else library_algorithms(measured, system["topology"], system.get("transport")))
+                        else library_algorithms(measured, system["topology"], system.get("transport"),
+                                               None if system.get("nccl_ll_max_GBps") is None
+                                               else system["nccl_ll_max_GBps"] * 1e9))
     if network_fit and fit == "bottleneck" and library and library[0] in NETWORK_FIT_TRANSPORTS:
         calibrate_kwargs = {"fixed_cost": "network", **calibrate_kwargs}
     if sweep_bands is None or len(sweep) < 3:  # a sweep of two points is the two-point fit

@@ -302,7 +302,9 @@ def test_algorithm_names_map_to_hcsim():
     assert hcsim_algorithm("allreduce", "fullmesh") == "mesh"
     assert hcsim_algorithm("allgather", "bruck") == "nb"
     assert hcsim_algorithm("allreduce", "segmented_ring") == "ring"
-    assert hcsim_algorithm("allreduce", "nvls") is None
+    assert hcsim_algorithm("allreduce", "NVLS") == "nvls"  # NCCL's name, hcsim's in-network allreduce
+    assert hcsim_algorithm("allgather", "nvls") is None  # hcsim has no NVLS allgather
+    assert hcsim_algorithm("allreduce", "collnet_direct") is None
 
 
 def test_cli_columns_for_validate_and_calibrate(tmp_path, capsys):
@@ -643,7 +645,10 @@ def test_a_log_of_several_nccl_tests_binaries_reads_each_section_as_its_own(tmp_
     path.write_text("\n".join(lines))
     with pytest.raises(HcsimError, match=rf"line {bad + 1}, column \d+ \(size\) = '4096.5'"):
         load_measured(path)
-    path.write_text("mpirun ./all_reduce_perf ./all_gather_perf\n" + ranks + header  # one line, two binaries
+    # a comment naming several binaries starts no section (the log's header listing what it ran)
+    path.write_text("# runs all_reduce_perf, then all_gather_perf\n" + text)
+    assert load_measured(path)["collective"].tolist() == ["allreduce", "allgather", "allgather"]
+    path.write_text("mpirun ./all_reduce_perf ./all_gather_perf\n" + ranks + header  # one run, two binaries named
                     + NCCL_ROW.format(size=1024, count=256, w1=0, w2=0))
-    with pytest.raises(HcsimError, match=r"line 1: names several nccl-tests binaries \(allreduce, allgather\)"):
+    with pytest.raises(HcsimError, match=r"output of several nccl-tests binaries \(all_reduce_perf, all_gather_perf\)"):
         load_measured(path)

@@ -295,28 +295,49 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     return df if src is source else src.warn(df)
 
 
-def _nccl_sections(text: str, src) -> list[str]:
+def _nccl_sections(text: str) -> list[str]:
     """A log of several nccl-tests binaries run one after another, cut into one text per binary.
 
-    A section starts at a line naming a binary other than the one before (a launch command
-    or ``# Collective test starting: all_gather_perf``); lines above the first named one belong
-    to the first section. Each section keeps its lines' numbers (earlier lines are left blank),
-    so errors name the line of the whole file. A line naming two binaries is refused.
+    A section starts at a line naming one binary other than the one before (a launch command or
+    ``# Collective test starting: all_gather_perf``) and runs to the next; one without data rows (a
+    header) joins the section after it (the last, the one before). In each section the lines naming
+    another binary, or several (a comment listing what the log ran), are left blank, and so are the
+    other sections' lines, so errors name the line of the whole file. A text of one binary, or with
+    rows under one only, is returned whole.
     """
     lines = _lines(text)
-    starts, current = [0], None
+    marks, current = [], None  # (line, binary) where a binary's section starts
+    names = {}
     for index, line in enumerate(lines):
-        named = dict.fromkeys(NCCL_TESTS[b] for b in re.findall(r"\b(\w+_perf)\b", line) if b in NCCL_TESTS)
-        if len(named) > 1:
-            raise ConfigError(f"{src.at(index + 1)}: names several nccl-tests binaries "
-                              f"({', '.join(named)}); a line of a log names one")
+        named = tuple(dict.fromkeys(NCCL_TESTS[b] for b in re.findall(r"\b(\w+_perf)\b", line) if b in NCCL_TESTS))
         if named:
-            binary = next(iter(named))
-            if current is not None and binary != current:
-                starts.append(index)
-            current = binary
-    bounds = list(zip(starts, starts[1:] + [len(lines)]))
-    return ["\n" * lo + "\n".join(lines[lo:hi]) for lo, hi in bounds]
+            names[index] = named
+        if len(named) == 1 and named[0] != current:
+            marks.append((index, named[0]))
+            current = named[0]
+    if len(marks) < 2:
+        return [text]
+    marks[0] = (0, marks[0][1])  # lines above the first named one belong to the first section
+    bounds = [(lo, hi, b) for (lo, b), (hi, _) in zip(marks, marks[1:] + [(len(lines), None)])]
+
+    def has_rows(lo, hi):
+        return any(_DIGITS.fullmatch((lines[i].split() or ["#"])[0]) for i in range(lo, hi))
+
+    merged, pending = [], None  # sections with rows; pending: a header section waiting for the next one
+    for lo, hi, b in bounds:
+        lo = pending if pending is not None else lo
+        if has_rows(lo, hi):
+            merged.append((lo, hi, b))
+            pending = None
+        else:
+            pending = lo
+    if pending is not None and merged:
+        lo, _, b = merged.pop()
+        merged.append((lo, len(lines), b))
+    if len(merged) < 2:
+        return [text]
+    return ["\n" * lo + "\n".join("" if names.get(i, (b,)) != (b,) else lines[i] for i in range(lo, hi))
+            for lo, hi, b in merged]
 
 
 def _nccl_binary(text, collective, src):
@@ -365,7 +386,7 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     if not isinstance(in_place, bool):
         raise bad_value("in_place", in_place, "True or False")
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
-    sections = _nccl_sections(text, src)
+    sections = _nccl_sections(text)
     if len(sections) > 1:  # one log of several binaries: each section read as its own output
         df = pd.concat([parse_nccl_tests(part, None, ranks, algorithm, in_place, source=src) for part in sections],
                        ignore_index=True)
