@@ -43,7 +43,7 @@ from .dtypes import (
     reduce_time_factor,
     size_from_count,
 )
-from .engine.des import EngineConfig, FlowSimulator
+from .engine.des import EngineConfig, FlowSimulator, shares_in_network_switch
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, WorkLimitError, bad_value, check_topology, is_int, is_real
 from .hccl.algo_env import parse_hccl_algo
@@ -227,7 +227,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                   verify=verify, send_matrix=send_matrix, hccl=hccl, qps=qps,
                   max_transfers=max_transfers, max_flow_updates=max_flow_updates, dtype=dtype, reduce_op=reduce_op,
                   progress=progress)
-        cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
+        cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product,
+                           shares_in_network_switch(topo, rank_nodes))
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
         results, budget = [], WorkBudget(max_work)  # one work bound for the whole race
@@ -1273,7 +1274,8 @@ class _FastAnalytical:
             if algorithm == "best":
                 if self.kwargs.get("hccl_algo") is not None:
                     return out
-                cands = candidates(self.collective, layout, ctx.pods, self.topo.product)
+                cands = candidates(self.collective, layout, ctx.pods, self.topo.product,
+                                   shares_in_network_switch(self.topo, ctx.rank_nodes))
                 override = (("dtype", ctx.dtype), ("hccl", hccl), ("reduce_op", ctx.reduce_op))
                 cols = []
                 for c in cands:

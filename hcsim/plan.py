@@ -240,6 +240,7 @@ def best_workload(topology, workload, *, budget=None, **options):
     import dataclasses
 
     from .api import WorkBudget, rank_layout
+    from .engine.des import shares_in_network_switch
     from .errors import bad_value
     from .hccl.selection import candidates
     from .topology.io import load_topology
@@ -267,7 +268,8 @@ def best_workload(topology, workload, *, budget=None, **options):
         key = (op.collective, op.size_bytes, op.root, op.reduce_op, op.dtype, op.send_matrix, servers, pods,
                len(nodes))
         if key not in chosen:
-            names = candidates(op.collective, servers or (len(nodes),), pods, topo.product)
+            names = candidates(op.collective, servers or (len(nodes),), pods, topo.product,
+                               shares_in_network_switch(topo, nodes))
             times = {}
             auto_name = None
             refused = []  # candidates the job's work bound stopped: left out of the race, and said so

@@ -15,6 +15,7 @@ from .api import (
     resolve_sizes,
     simulate,
 )
+from .engine.des import shares_in_network_switch
 from .errors import WorkLimitError, bad_value
 from .hccl.selection import HcclConfig, candidates
 from .limits import MAX_WORK
@@ -73,7 +74,8 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
     with topo.unchanged():  # the graph is checked once, not at every size
         rank_nodes = topo.resolve_ranks(ranks)
         servers, pods = rank_layout(topo, rank_nodes)
-        cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product)
+        cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product,
+                           shares_in_network_switch(topo, rank_nodes))
         rows, prev, crossovers = [], None, []
         size_list = resolve_sizes(sizes, factor)
         auto_kw = dict(kwargs, ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl)

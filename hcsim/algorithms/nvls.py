@@ -43,7 +43,15 @@ import numpy as np
 from ..limits import MAX_SIZE_BYTES
 from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, register
-from .schedule import ChunkSpace, CollectiveArgs, LazySteps, Schedule, concat_steps, make_step, split_bytes
+from .schedule import (
+    ChunkSpace,
+    CollectiveArgs,
+    LazySteps,
+    Schedule,
+    concat_steps,
+    make_step,
+    split_bytes,
+)
 
 SOURCE = ("NVIDIA/nccl src/device/all_reduce.h (runNvls) and src/graph/tuning.cc (nvlsEfficiency, NVLS Simple "
           "only), read at 5067397c; NVIDIA, 'NVLink SHARP' (Hopper architecture whitepaper, 2022)")
@@ -121,4 +129,4 @@ def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
 
 register(AlgorithmSpec("nvls", "allreduce", _nvls, cost_allreduce,
                        "in-network: each rank's buffer reduced and multicast by the switch all ranks share (NVLS)",
-                       SOURCE, shape=lambda a: segments(a.nbytes)))
+                       SOURCE, shape=lambda a: segments(a.nbytes), in_network=True))

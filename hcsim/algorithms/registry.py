@@ -42,6 +42,10 @@ class AlgorithmSpec:
         (the pipelined chain's segment count); None (default): the structure is the same at every
         size, which the analytical fast path and the work probes rely on. With a shape, a sweep
         prices each point through :func:`hcsim.simulate` and the probes are kept per shape.
+    in_network : bool
+        The algorithm runs through a switch that reduces and multicasts in the network
+        (:attr:`hcsim.algorithms.schedule.Schedule.in_network`): ``"best"`` races it only where
+        the ranks share one (:func:`hcsim.engine.des.shares_in_network_switch`).
     """
 
     name: str
@@ -53,6 +57,7 @@ class AlgorithmSpec:
     user: bool = False
     levels: int = 1
     shape: Callable | None = None
+    in_network: bool = False
 
 
 REGISTRY: dict[str, dict[str, AlgorithmSpec]] = {c: {} for c in COLLECTIVES}

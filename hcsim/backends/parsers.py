@@ -318,7 +318,7 @@ def _nccl_sections(text: str) -> list[str]:
     if len(marks) < 2:
         return [text]
     marks[0] = (0, marks[0][1])  # lines above the first named one belong to the first section
-    bounds = [(lo, hi, b) for (lo, b), (hi, _) in zip(marks, marks[1:] + [(len(lines), None)])]
+    bounds = [(lo, hi, b) for (lo, b), (hi, _) in zip(marks, marks[1:] + [(len(lines), None)], strict=True)]
 
     def has_rows(lo, hi):
         return any(_DIGITS.fullmatch((lines[i].split() or ["#"])[0]) for i in range(lo, hi))

@@ -308,8 +308,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_sweep(a) -> int:
-    from ..algorithms.registry import algorithms_for, check_collective
+    from ..algorithms.registry import algorithms_for, check_collective, get_algorithm
     from ..api import sweep
+    from ..engine.des import shares_in_network_switch
     from ..hccl.selection import candidates
     from ..parallel import dask_client
     from ..report import format_sweep
@@ -323,8 +324,10 @@ def _cmd_sweep(a) -> int:
     if a.hccl_algo is not None:
         algos = ["auto"]
     elif a.algo == "all":
-        algos = [x for x in algorithms_for(a.op) if x not in ("pipeline", "ahc")] if len(_servers(topo)) < 2 \
-            else ["auto"] + [x for x in candidates(a.op, _servers(topo), (), topo.product)]
+        switch = shares_in_network_switch(topo, topo.npus)
+        algos = ([x for x in algorithms_for(a.op) if x not in ("pipeline", "ahc")
+                  and (switch or not get_algorithm(a.op, x).in_network)] if len(_servers(topo)) < 2
+                 else ["auto"] + [x for x in candidates(a.op, _servers(topo), (), topo.product, switch)])
     else:
         algos = [x.strip() for x in a.algo.split(",") if x.strip()]
         if not algos:

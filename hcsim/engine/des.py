@@ -1093,6 +1093,17 @@ def in_network_switch(topo, rank_nodes) -> tuple[str, float]:
     return switch, float(g.nodes[switch]["in_network_efficiency"])
 
 
+def shares_in_network_switch(topo, rank_nodes) -> bool:
+    """Whether the ranks on ``rank_nodes`` share a switch that reduces in the network (:func:`in_network_switch`)."""
+    from ..errors import ConfigError
+
+    try:
+        in_network_switch(topo, list(rank_nodes))
+    except ConfigError:
+        return False
+    return True
+
+
 class FlowSimulator:
     """Runs one schedule on one topology and collects timings.
 
@@ -1431,7 +1442,10 @@ class FlowSimulator:
         return float(self.finish_s.max()) - t0
 
     def enter(self, ranks: np.ndarray, now: float) -> None:
-        """Ranks (collective rank numbers) start the schedule at ``now``."""
+        """Ranks (collective rank numbers) start the schedule at ``now``; an in-network schedule's switch
+        (:attr:`~hcsim.algorithms.schedule.Schedule.in_network`) with the first of them."""
+        if self._in_network is not None and self.cur_step[self.schedule.p] < 0:
+            ranks = np.union1d(np.asarray(ranks, dtype=np.int64), [self.schedule.p])
         self._enter(ranks, 0, now)
 
     def check_finished(self) -> None:
@@ -1674,7 +1688,9 @@ class FlowSimulator:
                 self.cur_step[ranks] = self.n_steps
                 self.finish_s[ranks] = now
                 if self.on_finish is not None:
-                    self.on_finish(ranks, now)
+                    mine = ranks if self._in_network is None else ranks[ranks < self.schedule.p]  # not the switch
+                    if mine.size:
+                        self.on_finish(mine, now)
                 return
             if k in self.barriers:  # wait here until every rank has finished the steps before k
                 self.cur_step[ranks] = k

@@ -108,7 +108,7 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
                                  "or a smaller size, or simulate it (its loops are priced without building them)")
     sizes = piece_sizes(args, buffer_bytes)
     steps, chunk_bytes, owners, barriers, protocol = [], [], [], [], []
-    offset, streamed = 0, False
+    offset, streamed, in_network = 0, False, False
     for size in sizes:
         sub = cache.get(size)
         if sub is None:
@@ -122,6 +122,7 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
         # a streamed piece (the pipelined chain) keeps streaming inside its loop, its protocol by its own size;
         # the barrier before every loop after the first ends the stream (the engine's Schedule.streamed)
         streamed = streamed or bool(getattr(sub, "streamed", False))
+        in_network = in_network or bool(getattr(sub, "in_network", False))  # every loop runs through the switch
         protocol.extend([getattr(sub, "protocol_bytes", None)] * len(sub.steps))
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
@@ -129,4 +130,4 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
     return Schedule(args, offset, steps, np.concatenate(chunk_bytes), spec.name,
                     {"buffer_loops": len(sizes)}, chunk_owner=np.concatenate(owners),
                     barriers=tuple(b for b in barriers if b < len(steps)), streamed=streamed,
-                    protocol_bytes=None if all(x is None for x in protocol) else tuple(protocol))
+                    protocol_bytes=None if all(x is None for x in protocol) else tuple(protocol), in_network=in_network)

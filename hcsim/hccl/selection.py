@@ -296,10 +296,13 @@ def _default_level1(product, collective, nbytes, n_servers, local, level0, confi
     return name, f"cost comparison (coll_alg_operator.cc GetDefaultAlgoLevel1V2): {name}"
 
 
-def candidates(collective: str, servers: tuple, pods: tuple = (), product: str | None = None) -> list[str]:
+def candidates(collective: str, servers: tuple, pods: tuple = (), product: str | None = None,
+               in_network: bool = False) -> list[str]:
     """Algorithms ``algorithm="best"`` races: in one server the flat ones; across servers,
-    level 0 (from the hardware) with every level-1 algorithm HCCL offers, and the pipeline."""
-    flat = list(REGISTRY[collective])
+    level 0 (from the hardware) with every level-1 algorithm HCCL offers, and the pipeline.
+    ``in_network``: the ranks share a switch that reduces in the network, so an in-network
+    algorithm (``nvls``) runs too; without it those are left out."""
+    flat = [name for name, spec in REGISTRY[collective].items() if in_network or not spec.in_network]
     if collective == "sendrecv":
         return ["ring"]
     if len(servers) <= 1 or len(set(servers)) != 1:

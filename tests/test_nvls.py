@@ -1,0 +1,174 @@
+"""In-network AllReduce through an NVLink SHARP switch (hcsim/algorithms/nvls.py): the schedule's
+switch endpoint in the verifier, the engine and the analytical mode; its closed form; NCCL's choice of
+it (hcsim.corpus.nccl_nvls_from_bytes); and the topology field that enables it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hcsim
+from hcsim.algorithms import build_schedule
+from hcsim.algorithms.cost import AlphaBetaGamma
+from hcsim.algorithms.nvls import MAX_SEGMENTS, MIN_SEGMENT_BYTES, cost_allreduce, segments
+from hcsim.algorithms.schedule import CollectiveArgs
+from hcsim.corpus import library_algorithms, nccl_nvls_from_bytes
+from hcsim.engine.des import EngineConfig, FlowSimulator, shares_in_network_switch
+from hcsim.errors import HcsimError
+from hcsim.topology import full_mesh, single_switch
+from hcsim.topology.io import load_topology, save_topology
+from hcsim.verify import verify
+
+KIB = 1 << 10
+
+
+@pytest.mark.parametrize("p", [2, 3, 5, 8])
+@pytest.mark.parametrize("n", [1, 7, 100_000, 5 * (1 << 20) + 3])
+def test_nvls_schedule_verifies(p, n):
+    s = build_schedule("allreduce", "nvls", p, n)
+    assert s.in_network and s.endpoints == p + 1 and s.streamed
+    verify(s)
+
+
+def test_a_schedule_whose_switch_keeps_a_piece_from_a_rank_fails_verification():
+    s = build_schedule("allreduce", "nvls", 4, 1000)
+    steps = list(s.steps)
+    steps[3] = steps[3].__class__(*(a[: len(a) - 1] if a is not None else None for a in
+                                    (steps[3].src, steps[3].dst, steps[3].nbytes, steps[3].reduce,
+                                     steps[3].chunk_lo, steps[3].chunk_hi)))  # the last multicast dropped
+    import dataclasses
+
+    with pytest.raises(HcsimError, match="after the last step rank 3"):
+        verify(dataclasses.replace(s, steps=steps))
+
+
+@pytest.mark.parametrize("p", [2, 3, 8, 16])
+@pytest.mark.parametrize("n", [8, 1000, 200_000, 5_000_000])
+@pytest.mark.parametrize("step_s, lat_s", [(0.0, 0.0), (2e-6, 0.0), (0.0, 1e-6), (1.5e-6, 0.5e-6)])
+def test_engine_equals_the_closed_form(p, n, step_s, lat_s):
+    eff = 0.8
+    t = single_switch(p, 100e9, lat_s, in_network_efficiency=eff)
+    got = FlowSimulator(t, t.npus, build_schedule("allreduce", "nvls", p, n), EngineConfig(step_overhead_s=step_s)).run()
+    want = cost_allreduce(CollectiveArgs("allreduce", p, n), AlphaBetaGamma(step_s + lat_s, 1 / (eff * 100e9), 0.0))
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_hand_worked_timeline_two_ranks_four_segments():
+    """p = 2, 256 KiB: 4 segments of 64 KiB (pieces of 32 KiB), links of 1 GB/s at efficiency 0.5 (0.5 GB/s).
+    Step by step (up: a rank's link into the switch; down: out of it), in us at 0.5 GB/s:
+    t0 up 64K: 131.072 | t1 up 64K, down 32K: 131.072 | t2 up 64K+32K: 196.608 | t3 up 64K+32K, down 32K+64K:
+    196.608 | t4 up 32K, down 32K+64K: 196.608 | t5 up 32K, down 64K: 131.072 | t6 down 64K: 131.072.
+    Sum: 4 x 131.072 + 3 x 196.608 = 1114.112 us."""
+    t = single_switch(2, 1e9, in_network_efficiency=0.5)
+    r = hcsim.simulate(t, "allreduce", 256 * KIB, "nvls")
+    assert r.time_s * 1e6 == pytest.approx(1114.112, rel=1e-12)
+    assert segments(256 * KIB) == 4
+
+
+def test_each_link_carries_n_one_plus_one_over_p_each_way():
+    p, n = 8, 64 << 20
+    t = single_switch(p, 100e9, in_network_efficiency=0.85)
+    sim = FlowSimulator(t, t.npus, build_schedule("allreduce", "nvls", p, n), EngineConfig())
+    sim.run()
+    moved = {}
+    for st in sim.done_states:
+        for src, dst, b in zip(st.src, st.dst, st.nbytes, strict=True):
+            moved[(int(src), int(dst))] = moved.get((int(src), int(dst)), 0) + b
+    for r in range(p):
+        assert moved[(r, p)] == pytest.approx(n * (1 + 1 / p), abs=p)  # up: a byte of rounding per piece at most
+        assert moved[(p, r)] == pytest.approx(n * (1 + 1 / p), abs=p)
+
+
+def test_many_segments_approach_the_in_network_rate_and_beat_the_ring():
+    p, n = 8, 1 << 30
+    t = single_switch(p, 450e9, in_network_efficiency=0.85)
+    nvls = hcsim.simulate(t, "allreduce", n, "nvls").time_s
+    ring = hcsim.simulate(t, "allreduce", n, "ring").time_s
+    ideal = n * (1 + 1 / p) / (0.85 * 450e9)
+    assert ideal < nvls < ideal * (1 + 3 / MAX_SEGMENTS + 1e-9)
+    assert ring / nvls == pytest.approx(0.85 * 2 * (p - 1) / p / (1 + 1 / p), rel=0.02)  # 1.32 on 8 ranks
+
+
+def test_analytical_mode_and_sweep_equal_the_engine():
+    t = single_switch(8, 450e9, 1e-6, in_network_efficiency=0.85)
+    for n in (MIN_SEGMENT_BYTES, 3 << 20, 1 << 30):
+        des = hcsim.simulate(t, "allreduce", n, "nvls").time_s
+        assert hcsim.simulate(t, "allreduce", n, "nvls", mode="analytical").time_s == pytest.approx(des, rel=1e-12)
+    df = hcsim.sweep(t, "allreduce", [1 << 20, 1 << 30], algorithms=["nvls"])
+    assert df["time_us"].iloc[1] == pytest.approx(hcsim.simulate(t, "allreduce", 1 << 30, "nvls").time_s * 1e6)
+
+
+def test_without_an_in_network_switch_nvls_is_a_one_line_error_and_best_leaves_it_out():
+    plain = single_switch(8, 450e9, npus_per_server=8)
+    with pytest.raises(HcsimError, match=r"^algorithm nvls: the ranks \(8, on npu0...\) share no switch that reduces"):
+        hcsim.simulate(plain, "allreduce", 1 << 30, "nvls")
+    with pytest.raises(HcsimError, match="share no switch"):
+        hcsim.simulate(full_mesh(4, 1e9), "allreduce", 1 << 20, "nvls", mode="analytical")
+    assert not shares_in_network_switch(plain, plain.npus)
+    best = hcsim.simulate(plain, "allreduce", 1 << 30, "best")
+    assert "nvls" not in best.config["candidates"]
+    sharp = single_switch(8, 450e9, npus_per_server=8, in_network_efficiency=0.85)
+    best = hcsim.simulate(sharp, "allreduce", 1 << 30, "best")
+    assert best.algorithm == "nvls" and "ring" in best.config["candidates"]
+
+
+@pytest.mark.parametrize("bad", [0, -0.5, 1.5, float("nan"), "high", True])
+def test_in_network_efficiency_is_checked(bad):
+    with pytest.raises(HcsimError, match="in_network_efficiency"):
+        single_switch(4, 1e9, in_network_efficiency=bad)
+
+
+def test_in_network_efficiency_survives_yaml(tmp_path):
+    t = single_switch(4, 100e9, in_network_efficiency=0.74)
+    save_topology(t, tmp_path / "t.yaml")
+    back = load_topology(tmp_path / "t.yaml")
+    assert back.graph.nodes["sw0"]["in_network_efficiency"] == 0.74
+    assert hcsim.simulate(back, "allreduce", 1 << 24, "nvls").time_s == hcsim.simulate(t, "allreduce", 1 << 24,
+                                                                                         "nvls").time_s
+    (tmp_path / "b.yaml").write_text("name: b\nbuilder: single_switch\nparams: {n: 4, bandwidth_GBps: 100, "
+                                     "in_network_efficiency: 0.74}\n")
+    assert shares_in_network_switch(load_topology(tmp_path / "b.yaml"), back.npus)
+    (tmp_path / "c.yaml").write_text("name: c\nbuilder: single_switch\nparams: {n: 4, bandwidth_GBps: 100, "
+                                     "in_network_efficiency: 2}\n")
+    with pytest.raises(HcsimError, match=r"in_network_efficiency = 2"):
+        load_topology(tmp_path / "c.yaml")
+
+
+def test_a_job_with_an_nvls_allreduce_through_a_ccl_buffer_equals_simulate():
+    from hcsim.hccl.selection import HcclConfig
+    from hcsim.algorithms import get_algorithm
+    from hcsim.hccl.buffer import looped
+    from hcsim.workload import Workload, run
+
+    topo = single_switch(4, 100e9, in_network_efficiency=0.85)
+    hccl = HcclConfig(buffer_bytes=4 << 20)
+    w = Workload("j")
+    w.collective("a", w.communicator("c", [0, 1, 2, 3]), "allreduce", 8 << 20, algorithm="nvls")
+    job = run(topo, w, hccl=hccl).step_time_s
+    assert job == pytest.approx(hcsim.simulate(topo, "allreduce", 8 << 20, "nvls", hccl=hccl).time_s, rel=1e-9)
+    sched = looped(get_algorithm("allreduce", "nvls"), CollectiveArgs("allreduce", 4, 8 << 20), 4 << 20)
+    assert sched.in_network and sched.barriers
+    verify(sched)
+
+
+def test_nccl_prefers_nvls_from_its_own_crossover():
+    # H100 (450 GB/s each way, Hopper's 0.85, LL capped at 141 GB/s): NVLS from about 1 MiB
+    start = nccl_nvls_from_bytes(8, 450e9, 0.85, 141e9)
+    assert 0.9 * (1 << 20) < start < 1.2 * (1 << 20)
+    # an efficiency too low for NVLS to out-run the ring's Simple protocol: never
+    assert nccl_nvls_from_bytes(8, 450e9, 0.4) == float("inf")
+    # a tighter LL cap makes the ring slower, so NVLS starts earlier
+    assert nccl_nvls_from_bytes(8, 450e9, 0.85, 50e9) < start
+
+
+def test_library_rule_names_nvls_where_the_switch_has_it():
+    df = pd.DataFrame({"collective": ["allreduce", "allreduce", "allgather", "allreduce"],
+                       "algorithm": ["nccl", "nccl", "nccl", "ring"], "ranks": 8,
+                       "size_bytes": [1 << 10, 1 << 30, 1 << 30, 1 << 30], "time_us": 50.0})
+    sharp = single_switch(8, 450e9, npus_per_server=8, in_network_efficiency=0.85)
+    got = library_algorithms(df, sharp, "nccl-nvlink", 141e9).algorithm.tolist()
+    assert got == ["ring", "nvls", "ring", "ring"]  # small: the ring (LL); a forced ring stays one
+    plain = single_switch(8, 450e9, npus_per_server=8)
+    assert library_algorithms(df, plain, "nccl-nvlink").algorithm.tolist() == ["ring", "ring", "ring", "ring"]
+    assert np.isfinite(nccl_nvls_from_bytes(8, 450e9, 0.85))
