@@ -288,8 +288,8 @@ def nccl_ring_rule(collective: str, size_bytes: int, ranks: int) -> str | None:
     NCCL's algorithms for an allreduce are Ring, Tree, CollNet, NVLS and NVLS-Tree, for an
     allgather or a reducescatter Ring, PAT (one GPU per node only), CollNet and NVLS, for a
     broadcast or a reduce Ring alone (``ncclTopoTuneModel``, NVIDIA/nccl src/graph/tuning.cc, read
-    at 5067397c). Inside one NVLink domain, without NVLink SHARP (NVLS, which hcsim does not model),
-    that leaves the ring: hcsim's ``ring``, not HCCL's one-step ``mesh`` that a switch would get,
+    at 5067397c). Inside one NVLink domain, without NVLink SHARP (NVLS: :func:`library_algorithms` names hcsim's
+    ``nvls`` for an allreduce where the switch has it and NCCL's tuner prefers it), that leaves the ring: hcsim's ``ring``, not HCCL's one-step ``mesh`` that a switch would get,
     which moves the same bytes but pays one step where the ring pays p - 1 (or 2(p - 1)); and for a
     broadcast or a reduce, whose ring forwards each chunk along the ring as it arrives
     (``runRing``, src/device/broadcast.h and reduce.h), hcsim's pipelined ``chain``, not HCCL's star
@@ -605,7 +605,9 @@ def library_algorithms(measured: pd.DataFrame, topology, transport: str | None,
     """``measured`` with every row's ``algorithm`` named: a row that names one keeps it; one that names
     none (or no hcsim algorithm: hccl_test and nccl-tests rows record their library,
     :func:`hcsim.validate.row_algorithm`) gets what ``transport``'s library runs where its rule is
-    known (:data:`LIBRARY_RULES`), else HCCL's choice on ``topology`` (:func:`_selected`). What the
+    known (:data:`LIBRARY_RULES`), else HCCL's choice on ``topology`` (:func:`_selected`); on ``nccl-nvlink`` an
+    allreduce the ring rule names is ``nvls`` where the ranks' switch reduces in the network and NCCL's tuner
+    prefers it at that size (:func:`nccl_nvls_from_bytes`, with ``ll_max_Bps``, NCCL's LL cap). What the
     corpus, and ``hcsim calibrate`` / ``hcsim validate --transport``, fit and predict the rows with.
 
     Examples
