@@ -136,9 +136,9 @@ def test_in_network_efficiency_survives_yaml(tmp_path):
 
 
 def test_a_job_with_an_nvls_allreduce_through_a_ccl_buffer_equals_simulate():
-    from hcsim.hccl.selection import HcclConfig
     from hcsim.algorithms import get_algorithm
     from hcsim.hccl.buffer import looped
+    from hcsim.hccl.selection import HcclConfig
     from hcsim.workload import Workload, run
 
     topo = single_switch(4, 100e9, in_network_efficiency=0.85)
