@@ -11,7 +11,8 @@ from hcsim.algorithms import REGISTRY
 from hcsim.algorithms.cost import log2_floor
 from hcsim.algorithms.multiring import ring_strides
 
-PAIRS = [(c, a) for c, algos in REGISTRY.items() for a in algos]
+PAIRS = [(c, a) for c, algos in REGISTRY.items() for a, spec in algos.items() if not spec.in_network]
+"""Every algorithm but the in-network ones (nvls), which need a switch that reduces: their own property below."""
 
 
 def even_size(p: int, k: int) -> int:
@@ -34,6 +35,25 @@ def test_event_driven_equals_closed_form(collective, algorithm, p, k, bw, lat, r
     des = hcsim.simulate(topo, collective, size, algorithm, verify=True, record=False, **kw)
     ana = hcsim.simulate(topo, collective, size, algorithm, mode="analytical", verify=False, **kw)
     assert des.time_s == pytest.approx(ana.time_s, rel=1e-9, abs=0)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=st.integers(2, 40), n=st.integers(1, 64 << 20), bw=st.sampled_from([1e9, 450e9]),
+       lat=st.sampled_from([0.0, 0.6e-6]), ovh=st.sampled_from([0.0, 1.02e-6]), launch=st.sampled_from([0.0, 10e-6]),
+       eff=st.sampled_from([0.74, 0.85, 1.0]))
+def test_in_network_allreduce_equals_its_closed_form(p, n, bw, lat, ovh, launch, eff):
+    """nvls on a single switch that reduces in the network (its only contention-free home)."""
+    from hcsim.topology import single_switch
+
+    topo = single_switch(p, bw, lat, in_network_efficiency=eff)
+    kw = dict(step_overhead_s=ovh, launch_overhead_s=launch)
+    des = hcsim.simulate(topo, "allreduce", n, "nvls", verify=True, record=False, **kw)
+    ana = hcsim.simulate(topo, "allreduce", n, "nvls", mode="analytical", verify=False, **kw)
+    cost = hcsim.algorithms.get_algorithm("allreduce", "nvls").cost
+    closed = launch + cost(hcsim.algorithms.CollectiveArgs("allreduce", p, n),
+                           hcsim.algorithms.AlphaBetaGamma(ovh + lat, 1 / (eff * bw), 0.0))
+    assert des.time_s == pytest.approx(closed, rel=1e-9, abs=0)
+    assert ana.time_s == pytest.approx(closed, rel=1e-9, abs=0)
 
 
 def test_closed_forms_match_hccl_documented_formulas():
@@ -94,7 +114,7 @@ def test_open_mpi_binomial_broadcast_shares_each_senders_link():
 
 def test_uneven_sizes_stay_within_a_byte_per_chunk_of_the_closed_form():
     topo = mesh_topology(7, 10e9, 1e-6, 5e9)
-    for algo in REGISTRY["allreduce"]:
+    for algo in (a for a, spec in REGISTRY["allreduce"].items() if not spec.in_network):  # no NVLS switch
         des = hcsim.simulate(topo, "allreduce", 1_000_003, algo)
         ana = hcsim.simulate(topo, "allreduce", 1_000_003, algo, mode="analytical")
         assert des.time_s == pytest.approx(ana.time_s, rel=1e-5)
