@@ -351,7 +351,7 @@ def nccl_nvls_from_bytes(p: int, link_Bps: float, efficiency: float, ll_max_Bps:
     Examples
     --------
     >>> round(nccl_nvls_from_bytes(8, 450e9, 0.85, 141e9) / 2**20, 2)   # H100: from about 1 MiB
-    1.02
+    0.94
     """
     tuner = NCCL_NVLINK_TUNER
     ratio = p / (2 * (p - 1))  # algorithm over bus bandwidth of an allreduce
@@ -793,6 +793,40 @@ def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_byt
     ll_algbw = ll_max_GBps * 1e9 / BUSBW_FACTOR[collective](ranks)
     algbw = size_bytes / (time_us * 1e-6)
     return float(min(NCCL_LL_EFFICIENCY, ll_algbw / algbw))
+
+
+def nccl_transport_for(topology, ranks: int) -> str | None:
+    """The NCCL transport (:data:`TRANSPORTS`) an nccl-tests run on the first ``ranks`` NPUs of ``topology``
+    used, read from the topology, or None where it cannot say.
+
+    ``nccl-nvlink`` where every link of those NPUs is of tier ``nvlink`` and they form one NVLink domain (one
+    server, or all linked to one switch: an NVSwitch server, an NVL72 rack); ``nccl-net`` where the links are
+    NVLink but the ranks span servers that share no switch (NCCL's ring steps then cross the network between
+    them); None on any other tier (an AMD xGMI mesh, a PCIe box, a user's generic links: ``--transport`` says).
+
+    Examples
+    --------
+    >>> from hcsim.topology import single_switch, leaf_spine
+    >>> nccl_transport_for(single_switch(8, 450e9, tier="nvlink"), 8)
+    'nccl-nvlink'
+    >>> nccl_transport_for(leaf_spine(2, 8, 8, 25e9, tier="nvlink", npus_per_server=8, rails=True), 16)
+    'nccl-net'
+    >>> nccl_transport_for(single_switch(8, 450e9), 8) is None
+    True
+    """
+    from .topology.io import load_topology
+
+    topo = load_topology(topology)
+    if not is_int(ranks) or not 2 <= ranks <= topo.num_npus:
+        return None
+    nodes = topo.npus[:ranks]
+    g = topo.graph
+    tiers = {g.edges[u, v]["spec"].tier for u in nodes for v in g.successors(u)}
+    if tiers != {"nvlink"}:
+        return None
+    shared = set.intersection(*({v for v in g.successors(u) if g.nodes[v]["kind"] == "switch"} for u in nodes))
+    servers = {(topo.npu_spec(u).pod, topo.npu_spec(u).server) for u in nodes}
+    return "nccl-nvlink" if shared or len(servers) == 1 else "nccl-net"
 
 
 TRANSPORTS = ("hccl", "nccl-nvlink", "nccl-net", "rccl", "openmpi", "openmpi-tcp", "intel-mpi")

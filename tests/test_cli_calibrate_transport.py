@@ -20,8 +20,9 @@ def _run(args, capsys):
 @pytest.fixture
 def h100(tmp_path):
     ar = PUBLISHED / "h100_8gpu_nccl_all_reduce_ring.txt"
+    # the run forced NCCL_ALGO=RING (--algo ring): the topology's switch has NVLink SHARP, where NCCL's own choice is NVLS
     return (["calibrate", "--measured", str(ar), "--topology", str(PUBLISHED / "h100_8gpu_nvswitch.yaml"),
-             "--fit", "bottleneck", "--out", str(tmp_path / "cal.yaml")], tmp_path / "cal.yaml")
+             "--fit", "bottleneck", "--algo", "ring", "--out", str(tmp_path / "cal.yaml")], tmp_path / "cal.yaml")
 
 
 def _allgather_median(cal, capsys, extra=()):
@@ -37,9 +38,9 @@ def test_transport_sets_the_fit_up_as_the_corpus_does(h100, capsys):
     code, out = _run(args + ["--transport", "nccl-nvlink", "--nccl-ll-max-gbps", "141"], capsys)
     assert code == 0 and "fitted for nccl-nvlink" in out.out and "step overhead 0.600 us" in out.out
     with_transport = _allgather_median(cal, capsys, ["--transport", "nccl-nvlink"])
-    code, out = _run(args, capsys)
+    code, out = _run(args + ["--transport", "none"], capsys)
     assert code == 0 and "step overhead 0.600 us" not in out.out
-    plain = _allgather_median(cal, capsys)
+    plain = _allgather_median(cal, capsys, ["--transport", "none"])
     assert with_transport < 10 < 40 < plain  # measured: 3.8% against 48.2%
 
 
@@ -56,7 +57,7 @@ def test_points_ends_fits_the_corpus_two_points(h100, capsys):
     (["--transport", "nccl"], "transport"),
     (["--transport", "nccl-nvlink junk"], "allowed"),
     (["--transport", "nccl-nvlink", "--fit", "tiers"], "only with --fit bottleneck"),
-    (["--nccl-ll-max-gbps", "141"], "only with --transport nccl"),
+    (["--nccl-ll-max-gbps", "141", "--transport", "none"], "only with --transport nccl"),
     (["--transport", "nccl-net", "--nccl-ll-max-gbps", "-1"], "--nccl-ll-max-gbps"),
 ])
 def test_bad_transport_arguments_are_one_line_errors(h100, capsys, extra, needle):
@@ -109,22 +110,30 @@ def test_measured_file_options_are_refused_with_a_backend(tmp_path, capsys, monk
     assert "not with --backend" in out.err or "only with --measured" in out.err
 
 
-def test_validate_says_when_nccl_rows_ran_with_hccls_choice(capsys):
-    # an nccl-tests broadcast without --transport runs HCCL's choice (the star): the command says so in one line,
-    # and with --transport nccl-nvlink it predicts NCCL's pipelined chain instead (no such line)
+def test_validate_takes_nccl_rows_as_nccl_on_an_nvlink_topology(capsys):
+    # nccl-tests rows without --transport on an NVLink topology run what NCCL runs (a broadcast: the pipelined chain),
+    # and the command says in one line which transport it took; --transport hccl gives HCCL's choice (the star)
     args = ["validate", "--measured", str(PUBLISHED / "a100_8gpu_superbench_nccl_broadcast.txt"), "--topology",
             str(PUBLISHED / "a100_8gpu_nvswitch.yaml")]
     code, out = _run(args, capsys)
-    assert code == 0 and "star" in out.out and "--transport nccl-nvlink (one NVLink domain) or nccl-net" in out.out
-    code, out = _run(args + ["--transport", "nccl-nvlink"], capsys)
-    assert code == 0 and "chain" in out.out and "predicted with HCCL's choice" not in out.out
+    assert code == 0 and "chain" in out.out and "star" not in out.out
+    assert "taken as --transport nccl-nvlink (the topology's ranks are linked by NVLink in one domain)" in out.out
+    code, out = _run(args + ["--transport", "none"], capsys)
+    assert code == 0 and "star" in out.out and "taken as" not in out.out
+    # on a topology whose links say nothing of NVLink (MI300X's xGMI, a generic tier) the old line says what stood in
+    code, out = _run(["validate", "--measured", str(PUBLISHED / "mi300x_8gpu_rccl_allreduce.txt"), "--topology",
+                      str(PUBLISHED / "mi300x_8gpu_xgmi.yaml")], capsys)
+    assert code == 0 and "predicted with HCCL's choice" in out.out
 
 
-def test_calibrate_says_when_nccl_rows_were_fitted_with_hccls_choice(tmp_path, capsys):
+def test_calibrate_takes_nccl_rows_as_nccl_and_says_when_the_work_bound_stopped_the_fit(tmp_path, capsys):
     args = ["calibrate", "--measured", str(PUBLISHED / "a100_8gpu_superbench_nccl_all_reduce.txt"), "--topology",
             str(PUBLISHED / "a100_8gpu_nvswitch.yaml"), "--fit", "bottleneck", "--points", "ends",
             "--out", str(tmp_path / "t.yaml")]
     code, out = _run(args, capsys)
-    assert code == 0 and "fitted with HCCL's choice" in out.out
-    code, out = _run(args + ["--transport", "nccl-nvlink"], capsys)
-    assert code == 0 and "HCCL's choice" not in out.out
+    assert code == 0 and "taken as --transport nccl-nvlink" in out.out and "fitted for nccl-nvlink" in out.out
+    assert "work bound stopped" not in out.out
+    code, out = _run(args + ["--transport", "none"], capsys)
+    assert code == 0 and "taken as" not in out.out
+    code, out = _run(args + ["--max-work", "40000"], capsys)  # a bound too small for the fit to settle
+    assert code == 0 and "# the work bound stopped the fit before it settled (--max-work 40000" in out.out

@@ -25,7 +25,12 @@ def _row(rows, collective, size):
 
 def test_the_step_is_nccls_and_the_launch_is_fitted(h100):
     rows, rep = validate_system(h100)
-    assert set(rows.algorithm) == {"ring"}  # what the runs forced (NCCL_ALGO=RING), from corpus.yaml
+    forced = rows[rows.file != "h100_8gpu_nccl_all_reduce_nvls.txt"]
+    assert set(forced.algorithm) == {"ring"}  # what the runs forced (NCCL_ALGO=RING), from corpus.yaml
+    # the run with NVLS enabled: NCCL's ring below its tuner's crossover, NVLS from 1 MiB
+    nvls = rows[rows.file == "h100_8gpu_nccl_all_reduce_nvls.txt"]
+    assert set(nvls[nvls.size_bytes < 1 << 20].algorithm) == {"ring"}
+    assert set(nvls[nvls.size_bytes >= 1 << 20].algorithm) == {"nvls"}
     assert rep["fixed_cost"] == "launch"
     assert rep["step_overhead_us"] == pytest.approx(NCCL_LL_HOP_LATENCY_S["nvlink"] * 1e6)
     assert 25 < rep["launch_overhead_us"] < 37  # the 37 us floor less the ring's 14 steps of 0.6 us, once per call

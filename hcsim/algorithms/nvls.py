@@ -82,22 +82,25 @@ def _nvls(args: CollectiveArgs) -> Schedule:
     space = ChunkSpace(split_bytes(n, k * p))  # segment t = chunks [t p, (t + 1) p); piece i = chunk t p + i
     ranks = np.arange(p)
     switch = np.full(p, p)
+    # stage: (src, dst, reduce, first chunk of segment u, chunks a transfer carries); a = (a) into the switch,
+    # b = (b) piece i to rank i, c = (c) piece i back, d = (d) the segment to every rank
+    stages = {"a": (ranks, switch, True, lambda u: np.full(p, u * p), p),
+              "b": (switch, ranks, False, lambda u: u * p + ranks, 1),
+              "c": (ranks, switch, False, lambda u: u * p + ranks, 1),
+              "d": (switch, ranks, False, lambda u: np.full(p, u * p), p)}
+    arrays: dict = {}  # the rank arrays of each combination of stages, shared by every step that has it, so the
+    # engine routes a combination once (it caches routing by array identity)
 
     def step(t):
-        parts = []
-        if t < k:  # (a) every rank's whole segment t into the switch, reduced there
-            lo, hi = t * p, (t + 1) * p
-            parts.append(make_step(ranks, switch, space.range_bytes(lo, hi), True, lo, hi))
-        if 0 <= t - 1 < k:  # (b) the reduced piece i of segment t-1 to rank i
-            c = (t - 1) * p + ranks
-            parts.append(make_step(switch, ranks, space.range_bytes(c, c + 1), False, c, c + 1))
-        if 0 <= t - 2 < k:  # (c) rank i stores its reduced piece of segment t-2 to the multicast address
-            c = (t - 2) * p + ranks
-            parts.append(make_step(ranks, switch, space.range_bytes(c, c + 1), False, c, c + 1))
-        if 0 <= t - 3 < k:  # (d) the switch multicasts segment t-3 to every rank
-            lo, hi = (t - 3) * p, (t - 2) * p
-            parts.append(make_step(switch, ranks, space.range_bytes(lo, hi), False, lo, hi))
-        return concat_steps(*parts)
+        active = [(name, t - lag) for lag, name in enumerate("abcd") if 0 <= t - lag < k]
+        key = tuple(name for name, _ in active)
+        if key not in arrays:
+            arrays[key] = tuple(np.concatenate([stages[name][i] for name, _ in active]) if i < 2 else
+                                np.concatenate([np.full(p, stages[name][2]) for name, _ in active]) for i in range(3))
+        src, dst, reduce = arrays[key]
+        lo = np.concatenate([stages[name][3](u) for name, u in active])
+        hi = lo + np.concatenate([np.full(p, stages[name][4]) for name, _ in active])
+        return make_step(src, dst, space.range_bytes(lo, hi), reduce, lo, hi)
 
     return Schedule(args, k * p, LazySteps(k + 3, step), space.chunk_bytes, "nvls", streamed=True,
                     protocol_bytes=MAX_SIZE_BYTES, in_network=True)

@@ -199,8 +199,9 @@ def _parser() -> argparse.ArgumentParser:
     va.add_argument("--transport", default=None, metavar="LIBRARY",
                     help="with --algo auto: rows that name no algorithm run what this library runs where its rule "
                     "is known (openmpi: Open MPI's fixed decision rules; intel-mpi: MPICH's defaults standing in; "
-                    "rccl: its MSCCL programs and rings; nccl-nvlink: NCCL's ring), as the public corpus predicts them; "
-                    "else HCCL's choice")
+                    "rccl: its MSCCL programs and rings; nccl-nvlink: NCCL's ring, its NVLS allreduce where the switch "
+                    "has it), as the public corpus predicts them; else HCCL's choice. nccl-tests rows on an NVLink "
+                    "topology take nccl-nvlink or nccl-net without it; none: HCCL's choice for them too")
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
     va.add_argument("--csv", help="write the rows here")
     va.add_argument("--plot", help="write predicted versus measured (PNG) here")
@@ -261,7 +262,8 @@ def _parser() -> argparse.ArgumentParser:
                     "(hcsim.corpus.transport_calibration): hccl, nccl-nvlink (one NVLink domain), nccl-net (ring steps "
                     "cross a network), rccl, openmpi, openmpi-tcp or intel-mpi: its protocols as message regimes, "
                     "its cited per-step cost where it has one (NCCL over NVLink: 0.6 us, the launch fitted instead), "
-                    "the ranks' own links preferred for MPI's CPU ranks (docs/validation.md)")
+                    "the ranks' own links preferred for MPI's CPU ranks (docs/validation.md). nccl-tests rows on an "
+                    "NVLink topology take nccl-nvlink or nccl-net without it; none: a plain fit, HCCL's choice")
     ca.add_argument("--points", default="all", choices=("all", "ends"),
                     help="which measured points the fit uses: all (default), or ends: the public corpus's two-point "
                     "rule, the smallest and largest size of the first row's sweep (hcsim.corpus.calibration_points), "
@@ -438,6 +440,7 @@ def _cmd_validate(a) -> int:
     measured = load_measured(a.measured, a.op, a.ranks, a.columns)
     if measured["collective"].isna().any():
         raise HcsimError("--op: the measured file does not name its collective; pass --op")
+    inferred = _infer_transport(a, measured)
     if a.transport is not None:
         from ..corpus import library_algorithms
 
@@ -447,6 +450,8 @@ def _cmd_validate(a) -> int:
         measured = library_algorithms(measured, a.topology, a.transport)
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"), max_work=a.max_work)
     print(format_validation(df), end="")
+    if inferred:
+        print(inferred)
     if _nccl_rows_without_transport(a, measured):
         print("# these rows ran NCCL (nccl-tests) and were predicted with HCCL's choice of algorithm; "
               "--transport nccl-nvlink (one NVLink domain) or nccl-net predicts what NCCL runs")
@@ -588,6 +593,29 @@ def _warn_noisy(fit: dict) -> None:
         print(f"# warning: {warning}")
 
 
+def _infer_transport(a, measured) -> str | None:
+    """Without ``--transport``, nccl-tests rows (algorithm "nccl") under ``--algo auto`` on a topology whose ranks
+    are linked by NVLink run what NCCL runs: ``a.transport`` is set from the topology
+    (:func:`hcsim.corpus.nccl_transport_for`) and the line saying so is returned; else None (and, where the
+    topology cannot tell, :func:`_nccl_rows_without_transport` says that HCCL's choice stood in)."""
+    if a.transport == "none":  # no library set up: HCCL's choice and a plain fit, as without the inference
+        a.transport = None
+        return None
+    if not _nccl_rows_without_transport(a, measured) or (getattr(a, "fit", "bottleneck") != "bottleneck"):
+        return None
+    from ..corpus import nccl_transport_for
+    from ..validate import measured_ranks
+
+    ranks = max((measured_ranks(r) or 0 for _, r in measured.iterrows()), default=0)
+    found = nccl_transport_for(a.topology, ranks)
+    if found is None:
+        return None
+    a.transport = found
+    return (f"# these rows ran NCCL (nccl-tests): taken as --transport {found} (the topology's ranks are linked by "
+            f"NVLink{', across servers' if found == 'nccl-net' else ' in one domain'}); --transport none gives "
+            "HCCL's choice")
+
+
 def _nccl_rows_without_transport(a, measured) -> bool:
     """Whether nccl-tests rows (algorithm "nccl") were taken without ``--transport``, under ``--algo auto``: then
     HCCL's choice stood in for NCCL's algorithms, which the command says in one line."""
@@ -648,6 +676,7 @@ def _cmd_calibrate(a) -> int:
     if a.fit != "curve" and (a.bands is not None or a.direction is not None):
         raise HcsimError(f"--{'bands' if a.bands is not None else 'direction'}: only with --fit curve")
     topology, kw = a.topology, {"prefer_rank_links": a.prefer_rank_links} if a.prefer_rank_links else {}
+    inferred = _infer_transport(a, measured)
     if a.nccl_ll_max_gbps is not None and not (a.transport or "").startswith("nccl"):
         raise HcsimError(f"--nccl-ll-max-gbps = {a.nccl_ll_max_gbps}: only with --transport nccl-nvlink or nccl-net")
     if a.transport is not None:
@@ -672,11 +701,16 @@ def _cmd_calibrate(a) -> int:
     unused = f" (no point crosses {', '.join(rep['tiers_unused'])}: left as built)" if rep["tiers_unused"] else ""
     preferred = " (the ranks' own links preferred)" if rep.get("prefer_rank_links") else ""
     said = f" for {a.transport}" if a.transport else ""
+    if inferred:
+        print(inferred)
     print(f"# fitted{said} on {rep['measured_points']} points: bandwidth {scales}{unused}{preferred}; step overhead "
           f"{rep['step_overhead_us']:.3f} us; launch {rep['launch_overhead_us']:.3f} us")
     print(f"# rms log error {rep['rms_log_error_before']:.4f} -> {rep['rms_log_error_after']:.4f} "
           f"({rep['evaluations']} evaluations; limit {rep['evaluation_limit']}, which a last simplex shrink may pass by "
           "the parameter count)")
+    if rep["evaluations"] >= rep["evaluation_limit"] and rep["rms_log_error_after"] > 0.01:
+        print(f"# the work bound stopped the fit before it settled (--max-work {a.max_work}: each evaluation simulates "
+              f"every point; a larger bound lets it go on)")
     print(f"# written to {save_topology(fitted, a.out)}")
     if _nccl_rows_without_transport(a, measured):
         print("# these rows ran NCCL (nccl-tests) and were fitted with HCCL's choice of algorithm; --fit bottleneck "
