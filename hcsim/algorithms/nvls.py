@@ -48,7 +48,6 @@ from .schedule import (
     CollectiveArgs,
     LazySteps,
     Schedule,
-    concat_steps,
     make_step,
     split_bytes,
 )
