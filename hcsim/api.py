@@ -228,7 +228,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                   max_transfers=max_transfers, max_flow_updates=max_flow_updates, dtype=dtype, reduce_op=reduce_op,
                   progress=progress)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product,
-                           shares_in_network_switch(topo, rank_nodes))
+                           shares_in_network_switch(topo, rank_nodes, dtype, reduce_op))
         if not cands:
             raise ConfigError(f"algorithm = 'best': no candidate algorithm for {collective} on this layout")
         results, budget = [], WorkBudget(max_work)  # one work bound for the whole race
@@ -256,6 +256,10 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         raise ConfigError(f"hccl_algo = {hccl_algo!r}: HCCL_ALGO picks the algorithm; pass algorithm='auto' "
                           f"or no algorithm, not {algorithm!r}")
     spec = get_algorithm(collective, algorithm)
+    if spec.in_network:  # the switch reduces only some types and operations
+        from .algorithms.nvls import check_reduction
+
+        check_reduction(dtype, reduce_op)
     if spec.levels > 1 and not servers:
         raise ConfigError(f"ranks: algorithm {spec.name!r} needs the ranks of each server to be consecutive "
                           "(in the topology's rank order)")
@@ -749,7 +753,8 @@ def _probe(spec, args):
         finally:
             if own:
                 tracemalloc.stop()
-        pairs = np.unique(np.concatenate([st.src.astype(np.int64) * p + st.dst for st in sched.steps if len(st)]
+        width = getattr(sched, "endpoints", p)  # the ranks, and an in-network schedule's switch
+        pairs = np.unique(np.concatenate([st.src.astype(np.int64) * width + st.dst for st in sched.steps if len(st)]
                                          or [np.zeros(0, dtype=np.int64)])).size
         counts.append((p, sum(len(st) for st in sched.steps), pairs, *_routed_steps(sched.steps)))
         helds.append(held)
@@ -1275,7 +1280,7 @@ class _FastAnalytical:
                 if self.kwargs.get("hccl_algo") is not None:
                     return out
                 cands = candidates(self.collective, layout, ctx.pods, self.topo.product,
-                                   shares_in_network_switch(self.topo, ctx.rank_nodes))
+                                   shares_in_network_switch(self.topo, ctx.rank_nodes, ctx.dtype, ctx.reduce_op))
                 override = (("dtype", ctx.dtype), ("hccl", hccl), ("reduce_op", ctx.reduce_op))
                 cols = []
                 for c in cands:

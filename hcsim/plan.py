@@ -269,7 +269,7 @@ def best_workload(topology, workload, *, budget=None, **options):
                len(nodes))
         if key not in chosen:
             names = candidates(op.collective, servers or (len(nodes),), pods, topo.product,
-                               shares_in_network_switch(topo, nodes))
+                               shares_in_network_switch(topo, nodes, op.dtype, op.reduce_op))
             times = {}
             auto_name = None
             refused = []  # candidates the job's work bound stopped: left out of the race, and said so

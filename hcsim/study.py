@@ -75,7 +75,7 @@ def select(topology, collective: str, sizes=("8K", "4G"), *, factor: int = 2, ra
         rank_nodes = topo.resolve_ranks(ranks)
         servers, pods = rank_layout(topo, rank_nodes)
         cands = candidates(collective, servers or (len(rank_nodes),), pods, topo.product,
-                           shares_in_network_switch(topo, rank_nodes))
+                           shares_in_network_switch(topo, rank_nodes, kwargs.get("dtype"), kwargs.get("reduce_op", "sum")))
         rows, prev, crossovers = [], None, []
         size_list = resolve_sizes(sizes, factor)
         auto_kw = dict(kwargs, ranks=ranks, mode=mode, hccl_algo=hccl_algo, hccl=hccl)

@@ -73,8 +73,9 @@ def initial_and_expected(schedule: Schedule):
     p, c = schedule.p, schedule.num_chunks
     coll, root = schedule.args.collective, schedule.args.root
     k = p if coll in REDUCING else 1
-    if p * c * k > MAX_STATE:
-        raise ScheduleError(f"verify: p={p} with {c} chunks needs {p * c * k} counters (limit {MAX_STATE}); "
+    rows = p + bool(getattr(schedule, "in_network", False))  # the switch of an in-network schedule holds a row too
+    if rows * c * k > MAX_STATE:
+        raise ScheduleError(f"verify: p={p} with {c} chunks needs {rows * c * k} counters (limit {MAX_STATE}); "
                             "pass verify=False to skip")
     init = np.zeros((p, c, k), dtype=np.int32)
     want = np.zeros((p, c, k), dtype=np.int32)

@@ -9,7 +9,7 @@ from hcsim.corpus import load_corpus, validate_system, with_step_overhead
 from hcsim.errors import HcsimError
 from hcsim.topology import single_switch
 
-H100 = "8 x H100 SXM (HGX) with NVSwitch in one server, NCCL 2.26.2 rings"
+H100 = "8 x H100 SXM (HGX) with NVSwitch in one server, NCCL 2.26.2, rings and NVLS"
 
 
 @pytest.fixture(scope="module")

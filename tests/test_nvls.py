@@ -172,3 +172,47 @@ def test_library_rule_names_nvls_where_the_switch_has_it():
     plain = single_switch(8, 450e9, npus_per_server=8)
     assert library_algorithms(df, plain, "nccl-nvlink").algorithm.tolist() == ["ring", "ring", "ring", "ring"]
     assert np.isfinite(nccl_nvls_from_bytes(8, 450e9, 0.85))
+
+
+def test_best_races_nvls_across_servers_on_one_switch_and_only_for_what_the_switch_reduces():
+    # an NVL72-like rack: servers of 8 on one switch (review finding: the multi-server branch left nvls out)
+    rack = single_switch(16, 450e9, npus_per_server=8, in_network_efficiency=0.85)
+    best = hcsim.simulate(rack, "allreduce", 1 << 30, "best")
+    assert best.algorithm == "nvls" and "mesh/ring" in best.config["candidates"]
+    # NCCL's ncclNvlsSupported: fp32 sums only; bf16 max too
+    with pytest.raises(HcsimError, match=r"^reduce_op = 'prod': nvls reduces fp32 with sum only"):
+        hcsim.simulate(rack, "allreduce", 1 << 20, "nvls", dtype="fp32", reduce_op="prod")
+    with pytest.raises(HcsimError, match=r"^dtype = 'int8': one the switch reduces"):
+        hcsim.simulate(rack, "allreduce", 1 << 20, "nvls", dtype="int8")
+    assert hcsim.simulate(rack, "allreduce", 1 << 20, "nvls", dtype="bf16", reduce_op="max").time_s > 0
+    prod = hcsim.simulate(rack, "allreduce", 1 << 30, "best", dtype="fp32", reduce_op="prod")
+    assert "nvls" not in prod.config["candidates"]
+
+
+def test_a_job_op_the_switch_cannot_reduce_is_a_one_line_error():
+    from hcsim.workload import Workload, run
+
+    topo = single_switch(4, 100e9, in_network_efficiency=0.85)
+    w = Workload("j")
+    w.collective("a", w.communicator("c", [0, 1, 2, 3]), "allreduce", 1 << 20, algorithm="nvls", reduce_op="prod",
+                 dtype="fp32")
+    with pytest.raises(HcsimError, match=r"^op 'a': reduce_op = 'prod': nvls reduces fp32 with sum only"):
+        run(topo, w)
+
+
+def test_cli_validate_takes_nccls_ll_cap_for_the_nvls_crossover(capsys):
+    from pathlib import Path
+
+    from hcsim.cli import main
+
+    published = Path(__file__).resolve().parents[1] / "docs" / "data" / "published"
+    args = ["validate", "--measured", str(published / "h100_8gpu_nccl_all_reduce_nvls.txt"), "--topology",
+            str(published / "h100_8gpu_nvswitch.yaml")]
+    assert main(args + ["--nccl-ll-max-gbps", "141"]) == 0
+    row = [x for x in capsys.readouterr().out.splitlines() if x.split()[:3] == ["allreduce", "8", "1048576"]][0]
+    assert row.split()[3] == "nvls"  # with the cap NCCL's tuner moves to NVLS below 1 MiB (0.94 MiB)
+    assert main(args) == 0
+    row = [x for x in capsys.readouterr().out.splitlines() if x.split()[:3] == ["allreduce", "8", "1048576"]][0]
+    assert row.split()[3] == "ring"  # without it, LL at half the link: from 1.74 MiB
+    assert main(args + ["--nccl-ll-max-gbps", "141", "--transport", "none"]) != 0
+    assert "only with --transport nccl" in capsys.readouterr().err

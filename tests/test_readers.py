@@ -5,6 +5,7 @@ trailing separators; every bad input is one HcsimError line."""
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -652,3 +653,25 @@ def test_a_log_of_several_nccl_tests_binaries_reads_each_section_as_its_own(tmp_
                     + NCCL_ROW.format(size=1024, count=256, w1=0, w2=0))
     with pytest.raises(HcsimError, match=r"output of several nccl-tests binaries \(all_reduce_perf, all_gather_perf\)"):
         load_measured(path)
+
+
+def test_a_log_is_cut_only_where_a_binary_starts_and_refused_where_its_markers_disagree(tmp_path):
+    """Review findings: a comment naming another binary inside a section moved its rows to that binary; a log
+    without its 'starting' markers had every section's rows named after the binary before."""
+    src = (Path(__file__).resolve().parents[1] / "docs/data/published/h100_8gpu_nccl229_5tests.txt").read_text()
+    path = tmp_path / "log.txt"
+    path.write_text(src.replace("# Collective test starting: all_gather_perf",
+                                "# Collective test starting: all_gather_perf\n# (compare with all_reduce_perf above)"))
+    assert load_measured(path).groupby("collective").size().to_dict() == {
+        "allgather": 10, "allreduce": 10, "alltoall": 10, "reducescatter": 10, "sendrecv": 10}
+    path.write_text(src.replace("# Collective test starting", "#"))  # no start markers: refused, not mislabelled
+    with pytest.raises(HcsimError, match="several nccl-tests binaries"):
+        load_measured(path)
+    path.write_text(src.replace("# Collective test concluded: all_gather_perf", "# Collective test concluded: alltoall_perf"))
+    with pytest.raises(HcsimError, match=r"'# Collective test concluded: alltoall_perf' inside the section of allgather"):
+        load_measured(path)
+    # a second binary that failed before its table: the first one's rows are read
+    head = src[: src.index("# Collective test starting: reduce_scatter_perf")]
+    crashed = head[: head.index("    33554432        524288    double    none")]
+    path.write_text(crashed)
+    assert load_measured(path)["collective"].unique().tolist() == ["allreduce"]

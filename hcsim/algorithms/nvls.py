@@ -64,6 +64,33 @@ transfer time, and the verifier's state (p + 1 endpoints x 256 p chunks x p cont
 its limit up to 48 ranks."""
 
 
+NVLS_REDUCTIONS = {**{d: ("sum", "max", "min") for d in ("int32", "uint32", "int64", "uint64", "fp16", "bf16")},
+                   "fp32": ("sum",), "fp64": ("sum",)}
+"""The data types the switch reduces and with which operations (``ncclNvlsSupported``, NVIDIA/nccl
+src/include/device.h, read at 5067397c); NCCL runs anything else without NVLS."""
+
+
+def check_reduction(dtype: str | None, reduce_op: str) -> None:
+    """A one-line error unless the switch can reduce ``dtype`` with ``reduce_op`` (None: bytes, taken as fp32).
+
+    Examples
+    --------
+    >>> check_reduction("bf16", "max")
+    >>> check_reduction("fp32", "prod")
+    Traceback (most recent call last):
+    ...
+    hcsim.errors.ConfigError: reduce_op = 'prod': nvls reduces fp32 with sum only (NCCL's ncclNvlsSupported)
+    """
+    from ..errors import bad_value
+
+    d = dtype or "fp32"
+    allowed = NVLS_REDUCTIONS.get(d, ())
+    if reduce_op not in allowed:
+        raise bad_value("reduce_op" if allowed else "dtype", reduce_op if allowed else d,
+                        f"nvls reduces {d} with {' or '.join(allowed)} only (NCCL's ncclNvlsSupported)" if allowed else
+                        "one the switch reduces: " + ", ".join(NVLS_REDUCTIONS) + " (NCCL's ncclNvlsSupported)")
+
+
 def segments(nbytes: int) -> int:
     """How many segments NVLS cuts ``nbytes`` into.
 

@@ -295,35 +295,46 @@ def parse_hccl_test(text: str, collective: str | None = None, ranks: int | None 
     return df if src is source else src.warn(df)
 
 
-def _nccl_sections(text: str) -> list[str]:
-    """A log of several nccl-tests binaries run one after another, cut into one text per binary.
+_STARTING = re.compile(r"^#\s*Collective test starting:\s*(\w+_perf)\b")
+_CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\w+_perf)\b")
 
-    A section starts at a line naming one binary other than the one before (a launch command or
-    ``# Collective test starting: all_gather_perf``) and runs to the next; one without data rows (a
-    header) joins the section after it (the last, the one before). In each section the lines naming
-    another binary, or several (a comment listing what the log ran), are left blank, and so are the
-    other sections' lines, so errors name the line of the whole file. A text of one binary, or with
-    rows under one only, is returned whole.
+
+def _nccl_sections(text: str, src) -> list[tuple[str, str]] | None:
+    """A log of several nccl-tests binaries run one after another, cut into ``(collective, text)`` per
+    binary; None for the output of one binary (or of none named).
+
+    A section starts where a binary's output says so, ``# Collective test starting: all_gather_perf``
+    (nccl-tests 2.13 and later), or at a launch command naming one binary (a line that is not a
+    comment: ``mpirun ... ./all_gather_perf -b 8``); a comment that merely names a binary starts
+    none. A section holds the rows up to the next start; one without rows (a header, or a binary that
+    failed before its table) joins the section after it (the last, the one before). Each section's
+    lines that name another binary are left blank, and so are the other sections' lines, so errors
+    name the line of the whole file. A ``# Collective test concluded:`` line naming another binary
+    than its section's is an error (the log is not cut where its binaries are).
     """
     lines = _lines(text)
-    marks, current = [], None  # (line, binary) where a binary's section starts
-    names = {}
+    marks, current, names = [], None, {}  # marks: (line, collective) where a section starts
     for index, line in enumerate(lines):
         named = tuple(dict.fromkeys(NCCL_TESTS[b] for b in re.findall(r"\b(\w+_perf)\b", line) if b in NCCL_TESTS))
-        if named:
-            names[index] = named
-        if len(named) == 1 and named[0] != current:
-            marks.append((index, named[0]))
-            current = named[0]
+        if not named:
+            continue
+        names[index] = named
+        start = _STARTING.match(line.lstrip())
+        command = not line.lstrip().startswith("#") and len(named) == 1
+        if start and start.group(1) in NCCL_TESTS or command:
+            binary = NCCL_TESTS[start.group(1)] if start else named[0]
+            if binary != current:
+                marks.append((index, binary))
+                current = binary
     if len(marks) < 2:
-        return [text]
-    marks[0] = (0, marks[0][1])  # lines above the first named one belong to the first section
+        return None
+    marks[0] = (0, marks[0][1])  # lines above the first start belong to the first section
     bounds = [(lo, hi, b) for (lo, b), (hi, _) in zip(marks, marks[1:] + [(len(lines), None)], strict=True)]
 
     def has_rows(lo, hi):
         return any(_DIGITS.fullmatch((lines[i].split() or ["#"])[0]) for i in range(lo, hi))
 
-    merged, pending = [], None  # sections with rows; pending: a header section waiting for the next one
+    merged, pending = [], None  # sections with rows; pending: one without, waiting for the next
     for lo, hi, b in bounds:
         lo = pending if pending is not None else lo
         if has_rows(lo, hi):
@@ -334,9 +345,13 @@ def _nccl_sections(text: str) -> list[str]:
     if pending is not None and merged:
         lo, _, b = merged.pop()
         merged.append((lo, len(lines), b))
-    if len(merged) < 2:
-        return [text]
-    return ["\n" * lo + "\n".join("" if names.get(i, (b,)) != (b,) else lines[i] for i in range(lo, hi))
+    for lo, hi, b in merged:
+        for i in range(lo, hi):
+            end = _CONCLUDED.match(lines[i].lstrip())
+            if end and end.group(1) in NCCL_TESTS and NCCL_TESTS[end.group(1)] != b:
+                raise ConfigError(f"{src.at(i + 1)}: '# Collective test concluded: {end.group(1)}' inside the section "
+                                  f"of {b} (from line {lo + 1}): the log's binaries do not start where they end")
+    return [(b, "\n" * lo + "\n".join("" if names.get(i, (b,)) != (b,) else lines[i] for i in range(lo, hi)))
             for lo, hi, b in merged]
 
 
@@ -386,15 +401,15 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     if not isinstance(in_place, bool):
         raise bad_value("in_place", in_place, "True or False")
     src = source if isinstance(source, _Source) else _Source(source)  # load_measured's: it warns
-    sections = _nccl_sections(text)
-    if len(sections) > 1:  # one log of several binaries: each section read as its own output
-        df = pd.concat([parse_nccl_tests(part, None, ranks, algorithm, in_place, source=src) for part in sections],
-                       ignore_index=True)
+    sections = _nccl_sections(text, src)
+    if sections is not None:  # one log of several binaries: each section read as its own output
+        df = pd.concat([parse_nccl_tests(part, binary, ranks, algorithm, in_place, source=src)
+                        for binary, part in sections], ignore_index=True)
         if collective is not None:
             df = df[df["collective"] == collective].reset_index(drop=True)
             if df.empty:
                 raise ConfigError(f"{src.name}: no {collective} rows (the log's binaries: "
-                                  f"{', '.join(dict.fromkeys(_nccl_binary(p, None, src) for p in sections))})")
+                                  f"{', '.join(dict.fromkeys(b for b, _ in sections))})")
         return df if src is source else src.warn(df)
     collective = _nccl_binary(text, collective, src)
     ranks = _nccl_ranks(text, ranks, src)

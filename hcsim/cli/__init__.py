@@ -202,6 +202,9 @@ def _parser() -> argparse.ArgumentParser:
                     "rccl: its MSCCL programs and rings; nccl-nvlink: NCCL's ring, its NVLS allreduce where the switch "
                     "has it), as the public corpus predicts them; else HCCL's choice. nccl-tests rows on an NVLink "
                     "topology take nccl-nvlink or nccl-net without it; none: HCCL's choice for them too")
+    va.add_argument("--nccl-ll-max-gbps", type=float, default=None, metavar="GBPS",
+                    help="with an NCCL transport: NCCL's cap on LL's bus bandwidth (llMaxBws, Hopper one node: 141), "
+                    "which sets where NCCL's tuner moves an allreduce from its ring to NVLS (as calibrate's)")
     va.add_argument("--min-size", default="1", help="leave smaller points out of the summary")
     va.add_argument("--csv", help="write the rows here")
     va.add_argument("--plot", help="write predicted versus measured (PNG) here")
@@ -262,8 +265,9 @@ def _parser() -> argparse.ArgumentParser:
                     "(hcsim.corpus.transport_calibration): hccl, nccl-nvlink (one NVLink domain), nccl-net (ring steps "
                     "cross a network), rccl, openmpi, openmpi-tcp or intel-mpi: its protocols as message regimes, "
                     "its cited per-step cost where it has one (NCCL over NVLink: 0.6 us, the launch fitted instead), "
-                    "the ranks' own links preferred for MPI's CPU ranks (docs/validation.md). nccl-tests rows on an "
-                    "NVLink topology take nccl-nvlink or nccl-net without it; none: a plain fit, HCCL's choice")
+                    "the ranks' own links preferred for MPI's CPU ranks (docs/validation.md). With --fit bottleneck, "
+                    "nccl-tests rows on an NVLink topology take nccl-nvlink or nccl-net without it; none: a plain fit, "
+                    "HCCL's choice")
     ca.add_argument("--points", default="all", choices=("all", "ends"),
                     help="which measured points the fit uses: all (default), or ends: the public corpus's two-point "
                     "rule, the smallest and largest size of the first row's sweep (hcsim.corpus.calibration_points), "
@@ -409,8 +413,9 @@ def _cmd_validate(a) -> int:
     _writable(a.csv, "--csv")
     _writable(a.plot, "--plot")
     _writable(a.save_topology, "--save-topology")
-    if a.backend is not None and a.transport is not None:
-        raise HcsimError("--transport: only with --measured FILE (a backend's rows name the algorithm that ran)")
+    if a.backend is not None and (a.transport is not None or a.nccl_ll_max_gbps is not None):
+        flag = "--transport" if a.transport is not None else "--nccl-ll-max-gbps"
+        raise HcsimError(f"{flag}: only with --measured FILE (a backend's rows name the algorithm that ran)")
     if a.backend is not None:
         from ..validate import validate_mpi
 
@@ -441,13 +446,20 @@ def _cmd_validate(a) -> int:
     if measured["collective"].isna().any():
         raise HcsimError("--op: the measured file does not name its collective; pass --op")
     inferred = _infer_transport(a, measured)
+    if a.nccl_ll_max_gbps is not None and not (a.transport or "").startswith("nccl"):
+        raise HcsimError(f"--nccl-ll-max-gbps = {a.nccl_ll_max_gbps}: only with --transport nccl-nvlink or nccl-net")
     if a.transport is not None:
         from ..corpus import library_algorithms
 
         _check_transport(a.transport)
         if a.algo != "auto":
             raise HcsimError(f"--transport = {a.transport!r}: only with --algo auto (it names the rows' algorithms)")
-        measured = library_algorithms(measured, a.topology, a.transport)
+        cap = None
+        if a.nccl_ll_max_gbps is not None:
+            from ..calibrate import _positive
+
+            cap = _positive("--nccl-ll-max-gbps", a.nccl_ll_max_gbps, 1e6) * 1e9
+        measured = library_algorithms(measured, a.topology, a.transport, cap)
     df = validate_measured(measured, a.topology, a.algo, parse_size(a.min_size, "--min-size"), max_work=a.max_work)
     print(format_validation(df), end="")
     if inferred:
@@ -628,7 +640,7 @@ def _check_transport(name: str) -> None:
     from ..corpus import TRANSPORTS
 
     if name not in TRANSPORTS:
-        raise HcsimError(f"--transport = {name!r}: allowed: {', '.join(TRANSPORTS)}")
+        raise HcsimError(f"--transport = {name!r}: allowed: {', '.join(TRANSPORTS)}, none")
 
 
 def _cmd_calibrate(a) -> int:
@@ -691,7 +703,7 @@ def _cmd_calibrate(a) -> int:
         topology, defaults, forced = transport_calibration(a.transport, a.topology, ll_point=big, nccl_ll_max_GBps=cap)
         kw = {**defaults, **kw, **forced}
         if a.algo == "auto":  # the rows that name no algorithm ran what the library runs, as the corpus fits them
-            measured = library_algorithms(measured, a.topology, a.transport)
+            measured = library_algorithms(measured, a.topology, a.transport, None if cap is None else cap * 1e9)
     if a.fit == "curve":
         return _calibrate_curve(a, measured)
     fitted, rep = calibrate(topology, measured, algorithm=a.algo, source=str(a.measured), max_work=a.max_work,

@@ -1093,10 +1093,15 @@ def in_network_switch(topo, rank_nodes) -> tuple[str, float]:
     return switch, float(g.nodes[switch]["in_network_efficiency"])
 
 
-def shares_in_network_switch(topo, rank_nodes) -> bool:
-    """Whether the ranks on ``rank_nodes`` share a switch that reduces in the network (:func:`in_network_switch`)."""
+def shares_in_network_switch(topo, rank_nodes, dtype: str | None = None, reduce_op: str = "sum") -> bool:
+    """Whether the ranks on ``rank_nodes`` share a switch that reduces in the network (:func:`in_network_switch`),
+    and it reduces ``dtype`` (None: bytes, as fp32) with ``reduce_op`` (:func:`hcsim.algorithms.nvls.check_reduction`):
+    whether ``best`` and its kin race an in-network algorithm."""
+    from ..algorithms.nvls import NVLS_REDUCTIONS
     from ..errors import ConfigError
 
+    if reduce_op not in NVLS_REDUCTIONS.get(dtype or "fp32", ()):
+        return False
     try:
         in_network_switch(topo, list(rank_nodes))
     except ConfigError:
@@ -1452,7 +1457,8 @@ class FlowSimulator:
         """Raise :class:`StuckScheduleError` naming the ranks that never finished."""
         if np.isnan(self.finish_s).any():
             stuck = np.flatnonzero(np.isnan(self.finish_s))
-            listed = ", ".join(f"{int(r)} (step {int(self.cur_step[r])})" for r in stuck[:8])
+            listed = ", ".join(f"{'the switch' if self._in_network and r == self.schedule.p else int(r)} "
+                               f"(step {int(self.cur_step[r])})" for r in stuck[:8])
             raise StuckScheduleError(f"schedule {self.schedule.algorithm} made no progress: ranks {listed}"
                                      f"{' ...' if len(stuck) > 8 else ''} never finished")
 

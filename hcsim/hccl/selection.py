@@ -303,6 +303,8 @@ def candidates(collective: str, servers: tuple, pods: tuple = (), product: str |
     ``in_network``: the ranks share a switch that reduces in the network, so an in-network
     algorithm (``nvls``) runs too; without it those are left out."""
     flat = [name for name, spec in REGISTRY[collective].items() if in_network or not spec.in_network]
+    # an in-network algorithm runs through the switch the ranks share, whatever their servers (an NVL72 rack)
+    switched = [name for name, spec in REGISTRY[collective].items() if in_network and spec.in_network]
     if collective == "sendrecv":
         return ["ring"]
     if len(servers) <= 1 or len(set(servers)) != 1:
@@ -326,4 +328,4 @@ def candidates(collective: str, servers: tuple, pods: tuple = (), product: str |
             break
     if "pipeline" in REGISTRY[collective] and servers[0] > 1 and product in ("910B", "910_93", None):
         out.append("pipeline")
-    return out
+    return out + switched

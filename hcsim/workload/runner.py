@@ -549,6 +549,13 @@ class _Job:
             if spec.user:
                 _verify_schedule(schedule)
             check_structure(schedule)
+            if spec.in_network:  # the switch reduces only some types and operations
+                from ..algorithms.nvls import check_reduction
+
+                try:
+                    check_reduction(op.dtype, op.reduce_op)
+                except ConfigError as exc:
+                    raise ConfigError(f"op {op.name!r}: {exc}") from None
             self._schedules[key] = schedule
         self._count(sum(len(s) for s in schedule.steps), op)
         return schedule, spec.name
