@@ -9,11 +9,9 @@ import pytest
 
 import hcsim
 from hcsim.algorithms.chain import MAX_SEGMENTS, MIN_SEGMENT_BYTES, segments
-from hcsim.algorithms.registry import build_schedule, get_algorithm, make_args
+from hcsim.algorithms.registry import build_schedule
 from hcsim.engine.regimes import MessageRegimes
 from hcsim.errors import HcsimError
-from hcsim.hccl.buffer import looped
-from hcsim.hccl.selection import HcclConfig
 from hcsim.topology import full_mesh, single_switch
 from hcsim.verify import verify
 
@@ -95,15 +93,10 @@ def test_ccl_buffer_loops_keep_streaming_inside_each_loop():
     """A job's chain broadcast through a 4 MiB buffer (two loops, a barrier between them) costs what simulate
     gives (each loop priced alone): each loop's later segments stream, the first segment after the barrier
     pays its step again."""
-    from hcsim.workload import Workload, run
+    from helpers import job_through_ccl_buffer
 
-    topo = full_mesh(4, 10e9, 1e-6)
-    hccl = HcclConfig(buffer_bytes=4 << 20)
-    w = Workload("w")
-    w.collective("b", w.communicator("c", [0, 1, 2, 3]), "broadcast", 8 << 20, algorithm="chain")
-    job = run(topo, w, hccl=hccl).step_time_s
-    assert job == pytest.approx(hcsim.simulate(topo, "broadcast", 8 << 20, "chain", hccl=hccl).time_s, rel=1e-9)
-    sched = looped(get_algorithm("broadcast", "chain"), make_args("broadcast", 4, 8 << 20), 4 << 20)
+    job, alone, sched = job_through_ccl_buffer(full_mesh(4, 10e9, 1e-6), "broadcast", "chain", 8 << 20, 4 << 20)
+    assert job == pytest.approx(alone, rel=1e-9)
     assert sched.streamed and sched.barriers and len(sched.protocol_bytes) == len(sched.steps)
 
 

@@ -136,18 +136,11 @@ def test_in_network_efficiency_survives_yaml(tmp_path):
 
 
 def test_a_job_with_an_nvls_allreduce_through_a_ccl_buffer_equals_simulate():
-    from hcsim.algorithms import get_algorithm
-    from hcsim.hccl.buffer import looped
-    from hcsim.hccl.selection import HcclConfig
-    from hcsim.workload import Workload, run
+    from helpers import job_through_ccl_buffer
 
-    topo = single_switch(4, 100e9, in_network_efficiency=0.85)
-    hccl = HcclConfig(buffer_bytes=4 << 20)
-    w = Workload("j")
-    w.collective("a", w.communicator("c", [0, 1, 2, 3]), "allreduce", 8 << 20, algorithm="nvls")
-    job = run(topo, w, hccl=hccl).step_time_s
-    assert job == pytest.approx(hcsim.simulate(topo, "allreduce", 8 << 20, "nvls", hccl=hccl).time_s, rel=1e-9)
-    sched = looped(get_algorithm("allreduce", "nvls"), CollectiveArgs("allreduce", 4, 8 << 20), 4 << 20)
+    job, alone, sched = job_through_ccl_buffer(single_switch(4, 100e9, in_network_efficiency=0.85), "allreduce", "nvls",
+                                               8 << 20, 4 << 20)
+    assert job == pytest.approx(alone, rel=1e-9)
     assert sched.in_network and sched.barriers
     verify(sched)
 
