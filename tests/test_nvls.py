@@ -209,3 +209,22 @@ def test_cli_validate_takes_nccls_ll_cap_for_the_nvls_crossover(capsys):
     assert row.split()[3] == "ring"  # without it, LL at half the link: from 1.74 MiB
     assert main(args + ["--nccl-ll-max-gbps", "141", "--transport", "none"]) != 0
     assert "only with --transport nccl" in capsys.readouterr().err
+
+
+def test_several_reducing_switch_planes_are_refused_not_run_at_one_planes_rate():
+    # review finding: two planes of half the rate each gave NVLS half its rate, silently
+    from hcsim.topology import Topology
+    from hcsim.topology.spec import LinkSpec
+
+    t = Topology("planes", "4 GPUs on two NVSwitch planes")
+    for i in range(4):
+        t.add_npu(f"npu{i}")
+    for sw in ("sw0", "sw1"):
+        t.add_node(sw, "switch", in_network_efficiency=0.85)
+        for i in range(4):
+            t.add_link(f"npu{i}", sw, LinkSpec(225e9, 0.0, "nvlink"))
+    with pytest.raises(HcsimError, match=r"^algorithm nvls: the ranks share 2 switches that reduce in the network "
+                                         r"\(sw0, sw1\); hcsim runs it through one"):
+        hcsim.simulate(t, "allreduce", 1 << 30, "nvls")
+    assert not shares_in_network_switch(t, t.npus)  # and best leaves it out
+    assert hcsim.simulate(t, "allreduce", 1 << 30, "best").algorithm != "nvls"

@@ -1089,7 +1089,14 @@ def in_network_switch(topo, rank_nodes) -> tuple[str, float]:
         raise ConfigError(f"algorithm nvls: the ranks ({len(rank_nodes)}, on {rank_nodes[0]}...) share no switch that "
                           "reduces in the network (a switch linked to every rank with in_network_efficiency set: "
                           "single_switch(..., in_network_efficiency=0.85), YAML params.in_network_efficiency)")
-    switch = min(common)
+    if len(common) > 1:  # NVLS spreads over every plane; hcsim runs it through one: refused, not a wrong rate
+        from ..errors import ConfigError
+
+        names = sorted(common)
+        raise ConfigError(f"algorithm nvls: the ranks share {len(names)} switches that reduce in the network "
+                          f"({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}); hcsim runs it through one: "
+                          "draw the planes as one switch with their summed links (as the single_switch builder does)")
+    switch = next(iter(common))
     return switch, float(g.nodes[switch]["in_network_efficiency"])
 
 
