@@ -101,6 +101,7 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     efficiency = 1.0
     if schedule.in_network:  # the switch is endpoint p: its pairs at its share of the link rate, no reduction cost
         switch, efficiency = in_network_switch(topo, rank_nodes)
+        # (the schedule's per-chunk factor, in_network_factor, is the algorithm's: its closed form applies it)
         rank_nodes = [*rank_nodes, switch]
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
     pairs, reducing = _schedule_pairs(schedule, p)

@@ -11,7 +11,7 @@ import pytest
 import hcsim
 from hcsim.algorithms import build_schedule
 from hcsim.algorithms.cost import AlphaBetaGamma
-from hcsim.algorithms.nvls import MAX_SEGMENTS, MIN_SEGMENT_BYTES, cost_allreduce, segments
+from hcsim.algorithms.nvls import MAX_SEGMENTS, MIN_SEGMENT_BYTES, cost_allreduce, nccl_chunk_bytes, segments
 from hcsim.algorithms.schedule import CollectiveArgs
 from hcsim.corpus import library_algorithms, nccl_nvls_from_bytes
 from hcsim.engine.des import EngineConfig, FlowSimulator, shares_in_network_switch
@@ -59,11 +59,13 @@ def test_hand_worked_timeline_two_ranks_four_segments():
     Step by step (up: a rank's link into the switch; down: out of it), in us at 0.5 GB/s:
     t0 up 64K: 131.072 | t1 up 64K, down 32K: 131.072 | t2 up 64K+32K: 196.608 | t3 up 64K+32K, down 32K+64K:
     196.608 | t4 up 32K, down 32K+64K: 196.608 | t5 up 32K, down 64K: 131.072 | t6 down 64K: 131.072.
-    Sum: 4 x 131.072 + 3 x 196.608 = 1114.112 us."""
+    Sum: 4 x 131.072 + 3 x 196.608 = 1114.112 us; and NCCL cuts so small a call into 16 KiB chunks (2 ranks: 32
+    concurrent operations, 256 KiB < 2 x 32 x 32 KiB), each costing h = 9534 bytes more: every byte x (1 + h/16K) /
+    (1 + h/128K) = 1.474675."""
     t = single_switch(2, 1e9, in_network_efficiency=0.5)
     r = hcsim.simulate(t, "allreduce", 256 * KIB, "nvls")
-    assert r.time_s * 1e6 == pytest.approx(1114.112, rel=1e-12)
-    assert segments(256 * KIB) == 4
+    assert r.time_s * 1e6 == pytest.approx(1114.112 * (1 + 9534 / 16384) / (1 + 9534 / 131072), rel=1e-12)
+    assert segments(256 * KIB) == 4 and nccl_chunk_bytes(256 * KIB, 2) == 16 * KIB
 
 
 def test_each_link_carries_n_one_plus_one_over_p_each_way():

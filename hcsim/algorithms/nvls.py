@@ -91,6 +91,54 @@ def check_reduction(dtype: str | None, reduce_op: str) -> None:
                         "one the switch reduces: " + ", ".join(NVLS_REDUCTIONS) + " (NCCL's ncclNvlsSupported)")
 
 
+NVLS_CHUNK_BYTES = 128 << 10
+"""NCCL's NVLS chunk (``NCCL_NVLS_CHUNKSIZE``, default 128 KiB: src/transport/nvls.cc, read at 5067397c)."""
+
+NVLS_CHANNELS = 16
+"""NCCL's NVLS channels on Hopper (``NVLS_NCHANNELS_SM90``, src/transport/nvls.cc; Blackwell: 24 in one NVLink
+domain)."""
+
+CHUNK_OVERHEAD_BYTES = 9534
+"""What each NVLS chunk costs besides its bytes, in bytes at the in-network rate (about 35 ns at H100's):
+measured, not cited. NCCL cuts an NVLS allreduce below 1 GiB (8 H100s) into 64 KiB chunks and the rate falls
+from 274.3 to 256.9 GB/s (togethercomputer/together-nccl-tests, H100 all_reduce_nvls.out: the increments 1-8
+GiB and 128-512 MiB); (1 + h/128K) / (1 + h/64K) = 256.9 / 274.3 gives h. Checked on a second server (xxrjun's
+NCCL 2.29 H100: 259.0 / 276.1, 0.938 against the 0.937 this h gives) and on the first one's 32 KiB chunks
+(16-32 MiB: 227 GB/s measured, 228 predicted). docs/validation.md, change 46."""
+
+
+def nccl_chunk_bytes(nbytes: int, p: int, channels: int = NVLS_CHANNELS) -> int:
+    """The chunk NCCL's NVLS allreduce moves at a time: 128 KiB, halved to 64, 32 and 16 KiB as the call falls
+    below 64, 8 and 2 chunks per concurrent operation (``calcCollChunking``, src/enqueue.cc, read at 5067397c;
+    concurrent operations = NVLS channels x heads, the heads taken as the p GPUs: on 8 H100s the rate steps
+    where 16 x 8 gives 1 GiB, 64 MiB and 8 MiB).
+
+    Examples
+    --------
+    >>> [nccl_chunk_bytes(n, 8) >> 10 for n in (8 << 30, 1 << 30, (1 << 30) - 1, 64 << 20, 8 << 20, 1 << 20)]
+    [128, 128, 64, 64, 32, 16]
+    """
+    ops = channels * p
+    chunk = NVLS_CHUNK_BYTES
+    for times, smaller in ((64, 64 << 10), (8, 32 << 10), (2, 16 << 10)):
+        if nbytes < times * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def chunk_factor(nbytes: int, p: int) -> float:
+    """The in-network bytes' cost relative to 128 KiB chunks, (1 + h/chunk) / (1 + h/128 KiB) with h
+    :data:`CHUNK_OVERHEAD_BYTES`: 1 from 1 GiB on 8 GPUs, where NCCL's ``nvlsEfficiency`` describes the rate.
+
+    Examples
+    --------
+    >>> round(chunk_factor(8 << 30, 8), 3), round(chunk_factor(256 << 20, 8), 3), round(chunk_factor(16 << 20, 8), 3)
+    (1.0, 1.068, 1.203)
+    """
+    h = CHUNK_OVERHEAD_BYTES
+    return (1 + h / nccl_chunk_bytes(nbytes, p)) / (1 + h / NVLS_CHUNK_BYTES)
+
+
 def segments(nbytes: int) -> int:
     """How many segments NVLS cuts ``nbytes`` into.
 
@@ -129,13 +177,15 @@ def _nvls(args: CollectiveArgs) -> Schedule:
         return make_step(src, dst, space.range_bytes(lo, hi), reduce, lo, hi)
 
     return Schedule(args, k * p, LazySteps(k + 3, step), space.chunk_bytes, "nvls", streamed=True,
-                    protocol_bytes=MAX_SIZE_BYTES, in_network=True)
+                    protocol_bytes=MAX_SIZE_BYTES, in_network=True, in_network_factor=chunk_factor(n, p))
 
 
 def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-    """The closed form above; ``m.beta_s_per_B`` is the in-network rate's (the link's over the efficiency)."""
+    """The closed form above; ``m.beta_s_per_B`` is the in-network rate's (the link's over the efficiency),
+    scaled here by NCCL's chunk size at this call (:func:`chunk_factor`)."""
     p, n = args.p, int(args.nbytes)
     k = segments(n)
+    m = AlphaBetaGamma(m.alpha_s, m.beta_s_per_B * chunk_factor(n, p), m.gamma_s_per_B)
     chunks = split_bytes(n, k * p).reshape(k, p)
     seg, piece = chunks.sum(axis=1), chunks.max(axis=1)  # a segment, and its largest piece
 

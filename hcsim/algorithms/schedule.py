@@ -281,6 +281,10 @@ class Schedule:
     NCCL's NVLS). It holds no data of its own, and the postcondition is checked on the ranks
     alone. The engine finds the switch (the topology node adjacent to every rank whose
     ``in_network_efficiency`` is set) and charges its transfers at that share of the link rate."""
+    in_network_factor: float | tuple = 1.0
+    """An in-network schedule's transfers cost this many times their bytes besides the switch's efficiency
+    (the library's per-chunk cost at this call's chunk size: :func:`hcsim.algorithms.nvls.chunk_factor`); or a
+    tuple of one per step (CCL-buffer loops, each piece its own)."""
 
     @property
     def p(self) -> int:

@@ -1166,10 +1166,20 @@ class FlowSimulator:
         self.schedule = schedule
         self.cfg = config
         self._in_network = None  # (switch endpoint, efficiency) of an in-network schedule (Schedule.in_network)
+        self._in_factor = 1.0  # its per-chunk cost factor, one or one per step (Schedule.in_network_factor)
         if getattr(schedule, "in_network", False):
             switch, efficiency = in_network_switch(topo, rank_nodes)
             rank_nodes = [*rank_nodes, switch]
+            factor = getattr(schedule, "in_network_factor", 1.0)
+            each = factor if isinstance(factor, tuple) else (factor,)
+            if (isinstance(factor, tuple) and len(factor) != len(schedule.steps)) or not all(
+                    isinstance(f, (int, float)) and not isinstance(f, bool) and math.isfinite(f) and f >= 1 for f in each):
+                from ..errors import ScheduleError
+
+                raise ScheduleError(f"schedule.in_network_factor = {factor!r}: a finite number >= 1, or one per step "
+                                    f"({len(schedule.steps)})")
             self._in_network = (schedule.p, efficiency)
+            self._in_factor = factor
         self.p = len(rank_nodes) if self._in_network else schedule.p  # endpoints: the ranks (and the switch)
         self.n_steps = len(schedule.steps)
         self.rank_node = np.array([self.net.node_index[n] for n in rank_nodes], dtype=np.int64)
@@ -1358,7 +1368,7 @@ class FlowSimulator:
                 return None
             st = _StepState(k, step, route, gid0, rec, self.reduce_Bps, self._regimes,
                             None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server, self._continued(k, step), self._protocol_bytes(k), self._in_network)
+                            self._server, self._continued(k, step), self._protocol_bytes(k), self._in_network_at(k))
             r = st.route
             fabric._refresh_paths()
             bw = (self.fabric._path_bw[r.sub_path] if r.single
@@ -1470,6 +1480,13 @@ class FlowSimulator:
                                      f"{' ...' if len(stuck) > 8 else ''} never finished")
 
     # ---------------------------------------------------------------- steps
+    def _in_network_at(self, k: int):
+        """(switch endpoint, the share of the link rate its transfers of step k reach), or None."""
+        if self._in_network is None:
+            return None
+        factor = self._in_factor[k] if isinstance(self._in_factor, tuple) else self._in_factor
+        return self._in_network[0], self._in_network[1] / factor
+
     def _protocol_bytes(self, k: int) -> int | None:
         """The size step ``k``'s transfers choose their message regime by (:attr:`Schedule.protocol_bytes`)."""
         pb = getattr(self.schedule, "protocol_bytes", None)
@@ -1671,7 +1688,7 @@ class FlowSimulator:
             gid0 = self.next_gid if self._gid_base is None else int(self._gid_base[k])
             st = _StepState(k, step, self._routing(step), gid0, self.cfg.record, self.reduce_Bps,
                             self._regimes, None if self._new_peer is None else self._new_peer[k], self.cfg.inline_reduce,
-                            self._server, self._continued(k, step), self._protocol_bytes(k), self._in_network)
+                            self._server, self._continued(k, step), self._protocol_bytes(k), self._in_network_at(k))
             self.next_gid += st.n
             self.step_count[k] = st.n
             _count_step(self._moved, st.route, st.nbytes)  # every byte of the step will cross its paths

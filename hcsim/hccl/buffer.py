@@ -108,7 +108,7 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
                                  "or a smaller size, or simulate it (its loops are priced without building them)")
     sizes = piece_sizes(args, buffer_bytes)
     steps, chunk_bytes, owners, barriers, protocol = [], [], [], [], []
-    offset, streamed, in_network = 0, False, False
+    offset, streamed, in_network, factors = 0, False, False, []
     for size in sizes:
         sub = cache.get(size)
         if sub is None:
@@ -123,6 +123,7 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
         # the barrier before every loop after the first ends the stream (the engine's Schedule.streamed)
         streamed = streamed or bool(getattr(sub, "streamed", False))
         in_network = in_network or bool(getattr(sub, "in_network", False))  # every loop runs through the switch
+        factors.extend([getattr(sub, "in_network_factor", 1.0)] * len(sub.steps))  # each piece's own chunking
         protocol.extend([getattr(sub, "protocol_bytes", None)] * len(sub.steps))
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
@@ -130,4 +131,5 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
     return Schedule(args, offset, steps, np.concatenate(chunk_bytes), spec.name,
                     {"buffer_loops": len(sizes)}, chunk_owner=np.concatenate(owners),
                     barriers=tuple(b for b in barriers if b < len(steps)), streamed=streamed,
-                    protocol_bytes=None if all(x is None for x in protocol) else tuple(protocol), in_network=in_network)
+                    protocol_bytes=None if all(x is None for x in protocol) else tuple(protocol), in_network=in_network,
+                    in_network_factor=tuple(factors) if in_network else 1.0)
