@@ -145,6 +145,11 @@ def test_a_job_with_an_nvls_allreduce_through_a_ccl_buffer_equals_simulate():
     assert job == pytest.approx(alone, rel=1e-9)
     assert sched.in_network and sched.barriers
     verify(sched)
+    # uneven pieces (4 MiB and 1 MiB) chunk differently: one factor per step, each piece its own
+    job, alone, sched = job_through_ccl_buffer(single_switch(4, 100e9, in_network_efficiency=0.85), "allreduce", "nvls",
+                                               5 << 20, 4 << 20)
+    assert job == pytest.approx(alone, rel=1e-9)
+    assert len(set(sched.in_network_factor)) == 2 and len(sched.in_network_factor) == len(sched.steps)
 
 
 def test_nccl_prefers_nvls_from_its_own_crossover():
@@ -230,3 +235,27 @@ def test_several_reducing_switch_planes_are_refused_not_run_at_one_planes_rate()
         hcsim.simulate(t, "allreduce", 1 << 30, "nvls")
     assert not shares_in_network_switch(t, t.npus)  # and best leaves it out
     assert hcsim.simulate(t, "allreduce", 1 << 30, "best").algorithm != "nvls"
+
+
+@pytest.mark.parametrize("bad", [0.5, float("nan"), "2", (1.0,), True])
+def test_a_bad_in_network_factor_is_a_one_line_error(bad):
+    import dataclasses
+
+    t = single_switch(4, 100e9, in_network_efficiency=0.85)
+    s = dataclasses.replace(build_schedule("allreduce", "nvls", 4, 1 << 20), in_network_factor=bad)
+    with pytest.raises(HcsimError, match=r"^schedule.in_network_factor = .*: a finite number >= 1, or one per step"):
+        FlowSimulator(t, t.npus, s, EngineConfig())
+
+
+def test_the_chunk_cost_follows_nccls_chunk_sizes():
+    """NCCL's chunk halves below 64, 8 and 2 chunks per concurrent operation (16 channels x p heads): the
+    in-network bytes cost (1 + h/chunk) / (1 + h/128K), 1 at 128 KiB chunks."""
+    from hcsim.algorithms.nvls import CHUNK_OVERHEAD_BYTES, chunk_factor
+
+    h = CHUNK_OVERHEAD_BYTES
+    for n, chunk in ((8 << 30, 128), (512 << 20, 64), (32 << 20, 32), (4 << 20, 16)):
+        assert nccl_chunk_bytes(n, 8) == chunk * KIB
+        assert chunk_factor(n, 8) == pytest.approx((1 + h / (chunk * KIB)) / (1 + h / (128 * KIB)))
+    # the rate ratios it was measured and checked on (docs/validation.md change 46)
+    assert 1 / chunk_factor(512 << 20, 8) == pytest.approx(256.9 / 274.3, abs=0.002)
+    assert 1 / chunk_factor(32 << 20, 8) * 274.3 == pytest.approx(228, abs=1)
