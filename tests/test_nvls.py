@@ -11,7 +11,13 @@ import pytest
 import hcsim
 from hcsim.algorithms import build_schedule
 from hcsim.algorithms.cost import AlphaBetaGamma
-from hcsim.algorithms.nvls import MAX_SEGMENTS, MIN_SEGMENT_BYTES, cost_allreduce, nccl_chunk_bytes, segments
+from hcsim.algorithms.nvls import (
+    MAX_SEGMENTS,
+    MIN_SEGMENT_BYTES,
+    cost_allreduce,
+    nccl_chunk_bytes,
+    segments,
+)
 from hcsim.algorithms.schedule import CollectiveArgs
 from hcsim.corpus import library_algorithms, nccl_nvls_from_bytes
 from hcsim.engine.des import EngineConfig, FlowSimulator, shares_in_network_switch
