@@ -33,7 +33,9 @@ uplink and 1 for the downlink; with one segment also steps 2 and 3). For k >= 2:
 
     T = alpha + s_0 beta + max(s_1 beta, alpha + q_0 beta) + sum_{t=2}^{k+2} max(s_t + q_{t-2}, q_{t-1} + s_{t-3}) beta,
 
-which tends to n (1 + 1/p) beta for many segments. No gamma: the switch reduces at line rate.
+which tends to n (1 + 1/p) beta for many segments. No gamma: the switch reduces at line rate. beta
+includes NCCL's chunking at the call's size (:func:`chunk_factor`: 1 for 128 KiB chunks, from 1 GiB on 8
+GPUs, more below, where NCCL cuts the call finer and each chunk costs a little besides its bytes).
 """
 
 from __future__ import annotations
