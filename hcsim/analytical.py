@@ -40,7 +40,7 @@ import weakref
 import numpy as np
 
 from .algorithms.cost import AlphaBetaGamma
-from .algorithms.schedule import Schedule
+from .algorithms.schedule import Schedule, in_network_factors
 from .engine.des import EngineConfig, FlowSimulator, in_network_switch
 from .engine.fairshare import max_min_rates
 from .errors import WorkLimitError
@@ -101,7 +101,8 @@ def path_parameters(topo, rank_nodes, schedule: Schedule, routing: str = "ecmp",
     efficiency = 1.0
     if schedule.in_network:  # the switch is endpoint p: its pairs at its share of the link rate, no reduction cost
         switch, efficiency = in_network_switch(topo, rank_nodes)
-        # (the schedule's per-chunk factor, in_network_factor, is the algorithm's: its closed form applies it)
+        # the schedule's per-chunk factor is the algorithm's closed form's to apply; checked here as the engine does
+        in_network_factors(schedule)
         rank_nodes = [*rank_nodes, switch]
     rank_node = np.array([net.node_index[n] for n in rank_nodes], dtype=np.int64)
     pairs, reducing = _schedule_pairs(schedule, p)

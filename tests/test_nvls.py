@@ -19,6 +19,7 @@ from hcsim.algorithms.nvls import (
     segments,
 )
 from hcsim.algorithms.schedule import CollectiveArgs
+from hcsim.analytical import path_parameters
 from hcsim.corpus import library_algorithms, nccl_nvls_from_bytes
 from hcsim.engine.des import EngineConfig, FlowSimulator, shares_in_network_switch
 from hcsim.errors import HcsimError
@@ -243,7 +244,7 @@ def test_several_reducing_switch_planes_are_refused_not_run_at_one_planes_rate()
     assert hcsim.simulate(t, "allreduce", 1 << 30, "best").algorithm != "nvls"
 
 
-@pytest.mark.parametrize("bad", [0.5, float("nan"), "2", (1.0,), True])
+@pytest.mark.parametrize("bad", [0.5, float("nan"), "2", True, np.float32(0.9)])
 def test_a_bad_in_network_factor_is_a_one_line_error(bad):
     import dataclasses
 
@@ -251,6 +252,32 @@ def test_a_bad_in_network_factor_is_a_one_line_error(bad):
     s = dataclasses.replace(build_schedule("allreduce", "nvls", 4, 1 << 20), in_network_factor=bad)
     with pytest.raises(HcsimError, match=r"^schedule.in_network_factor = .*: a finite number >= 1, or one per step"):
         FlowSimulator(t, t.npus, s, EngineConfig())
+    with pytest.raises(HcsimError, match=r"^schedule.in_network_factor = "):  # the analytical mode checks it too
+        path_parameters(t, t.npus, s)
+
+
+def test_in_network_factors_of_the_wrong_length_are_counted_not_printed():
+    import dataclasses
+
+    t = single_switch(4, 100e9, in_network_efficiency=0.85)
+    s = build_schedule("allreduce", "nvls", 4, 1 << 20)
+    bad = dataclasses.replace(s, in_network_factor=(1.0,) * (len(s.steps) + 1))
+    with pytest.raises(HcsimError) as e:
+        FlowSimulator(t, t.npus, bad, EngineConfig())
+    assert str(e.value) == (f"schedule.in_network_factor: {len(s.steps) + 1} factors for {len(s.steps)} steps "
+                            "(one per step, or one number)")
+
+
+def test_numpy_and_list_factors_price_as_floats_do():
+    """np.float32 / a list of one per step are the same factor as a float / a tuple (the engine's time)."""
+    import dataclasses
+
+    t = single_switch(4, 100e9, in_network_efficiency=0.85)
+    s = build_schedule("allreduce", "nvls", 4, 1 << 20)
+    times = [FlowSimulator(t, t.npus, dataclasses.replace(s, in_network_factor=f), EngineConfig()).run()
+             for f in (1.5, np.float32(1.5), [1.5] * len(s.steps), (1.5,) * len(s.steps))]
+    assert times[0] > FlowSimulator(t, t.npus, s, EngineConfig()).run()  # the factor costs time
+    assert times == [times[0]] * 4
 
 
 def test_the_chunk_cost_follows_nccls_chunk_sizes():

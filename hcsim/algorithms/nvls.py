@@ -113,7 +113,10 @@ def nccl_chunk_bytes(nbytes: int, p: int, channels: int = NVLS_CHANNELS) -> int:
     """The chunk NCCL's NVLS allreduce moves at a time: 128 KiB, halved to 64, 32 and 16 KiB as the call falls
     below 64, 8 and 2 chunks per concurrent operation (``calcCollChunking``, src/enqueue.cc, read at 5067397c;
     concurrent operations = NVLS channels x heads, the heads taken as the p GPUs: on 8 H100s the rate steps
-    where 16 x 8 gives 1 GiB, 64 MiB and 8 MiB).
+    where 16 x 8 gives 1 GiB, 64 MiB and 8 MiB). Checked on 8 Hopper GPUs only: NCCL bounds its NVLS heads
+    (``NCCL_MAX_NVLS_ARITY``, not read for this rule) and Blackwell runs 24 NVLS channels, so on 72 GPUs the
+    chunks may be larger than this gives. As in NCCL, the time can fall where a size crosses a step (8 GPUs:
+    8 MiB - 1 byte 38.89 us, 8 MiB 32.10 us on ``single_switch(8, 450e9, 1e-6, in_network_efficiency=0.85)``).
 
     Examples
     --------

@@ -284,7 +284,10 @@ class Schedule:
     in_network_factor: float | tuple = 1.0
     """An in-network schedule's transfers cost this many times their bytes besides the switch's efficiency
     (the library's per-chunk cost at this call's chunk size: :func:`hcsim.algorithms.nvls.chunk_factor`); or a
-    tuple of one per step (CCL-buffer loops, each piece its own)."""
+    tuple of one per step (CCL-buffer loops, each piece its own). The event-driven engine applies it; the
+    analytical mode takes the time from the algorithm's closed form, which must apply the same factor itself
+    (``nvls.cost_allreduce`` does): a closed form of a user's algorithm that ignores it disagrees with the
+    engine. Checked by :func:`in_network_factors`."""
 
     @property
     def p(self) -> int:
@@ -294,6 +297,33 @@ class Schedule:
     def endpoints(self) -> int:
         """Transfer endpoints: the p ranks, and the switch when :attr:`in_network`."""
         return self.args.p + bool(self.in_network)
+
+
+def in_network_factors(schedule) -> tuple[float, ...]:
+    """A schedule's :attr:`Schedule.in_network_factor`, one per step, or one line naming what is wrong.
+
+    Any real number >= 1 (a numpy scalar too) stands for every step; a sequence must give one per step.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> in_network_factors(SimpleNamespace(in_network_factor=np.float32(1.5), steps=[(), ()]))
+    (1.5, 1.5)
+    >>> in_network_factors(SimpleNamespace(in_network_factor=[1.0, 2.0, 3.0], steps=[(), ()]))
+    Traceback (most recent call last):
+    ...
+    hcsim.errors.ScheduleError: schedule.in_network_factor: 3 factors for 2 steps (one per step, or one number)
+    """
+    factor, n = getattr(schedule, "in_network_factor", 1.0), len(schedule.steps)
+    each = list(factor) if isinstance(factor, (list, tuple, np.ndarray)) else [factor] * n
+    if len(each) != n:
+        raise ScheduleError(f"schedule.in_network_factor: {len(each)} factors for {n} steps (one per step, or one number)")
+    for k, f in enumerate(each):
+        if isinstance(f, bool) or not isinstance(f, (int, float, np.integer, np.floating)) or not np.isfinite(f) or f < 1:
+            where = "" if len(each) == 1 or not isinstance(factor, (list, tuple, np.ndarray)) else f" (step {k})"
+            raise ScheduleError(f"schedule.in_network_factor = {f!r}{where}: a finite number >= 1, or one per step "
+                                f"({n} steps)")
+    return tuple(float(f) for f in each)
 
 
 MAX_SPLIT_PARTS = 1 << 26

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..algorithms.schedule import check_streaming
+from ..algorithms.schedule import check_streaming, in_network_factors
 from ..errors import StuckScheduleError, WorkLimitError, bad_value, is_int, is_real
 from ..limits import (
     FLOWS_PER_UNIT,
@@ -1166,20 +1166,12 @@ class FlowSimulator:
         self.schedule = schedule
         self.cfg = config
         self._in_network = None  # (switch endpoint, efficiency) of an in-network schedule (Schedule.in_network)
-        self._in_factor = 1.0  # its per-chunk cost factor, one or one per step (Schedule.in_network_factor)
+        self._in_factor = ()  # its per-chunk cost factor, one per step (Schedule.in_network_factor)
         if getattr(schedule, "in_network", False):
             switch, efficiency = in_network_switch(topo, rank_nodes)
             rank_nodes = [*rank_nodes, switch]
-            factor = getattr(schedule, "in_network_factor", 1.0)
-            each = factor if isinstance(factor, tuple) else (factor,)
-            if (isinstance(factor, tuple) and len(factor) != len(schedule.steps)) or not all(
-                    isinstance(f, (int, float)) and not isinstance(f, bool) and math.isfinite(f) and f >= 1 for f in each):
-                from ..errors import ScheduleError
-
-                raise ScheduleError(f"schedule.in_network_factor = {factor!r}: a finite number >= 1, or one per step "
-                                    f"({len(schedule.steps)})")
             self._in_network = (schedule.p, efficiency)
-            self._in_factor = factor
+            self._in_factor = in_network_factors(schedule)
         self.p = len(rank_nodes) if self._in_network else schedule.p  # endpoints: the ranks (and the switch)
         self.n_steps = len(schedule.steps)
         self.rank_node = np.array([self.net.node_index[n] for n in rank_nodes], dtype=np.int64)
@@ -1484,8 +1476,7 @@ class FlowSimulator:
         """(switch endpoint, the share of the link rate its transfers of step k reach), or None."""
         if self._in_network is None:
             return None
-        factor = self._in_factor[k] if isinstance(self._in_factor, tuple) else self._in_factor
-        return self._in_network[0], self._in_network[1] / factor
+        return self._in_network[0], self._in_network[1] / self._in_factor[k]
 
     def _protocol_bytes(self, k: int) -> int | None:
         """The size step ``k``'s transfers choose their message regime by (:attr:`Schedule.protocol_bytes`)."""

@@ -26,6 +26,7 @@ from ..algorithms.schedule import (
     PER_RANK_BLOCKS,
     CollectiveArgs,
     Schedule,
+    in_network_factors,
     make_message_step,
     make_step,
 )
@@ -123,7 +124,10 @@ def looped(spec: AlgorithmSpec, args: CollectiveArgs, buffer_bytes: int,
         # the barrier before every loop after the first ends the stream (the engine's Schedule.streamed)
         streamed = streamed or bool(getattr(sub, "streamed", False))
         in_network = in_network or bool(getattr(sub, "in_network", False))  # every loop runs through the switch
-        factors.extend([getattr(sub, "in_network_factor", 1.0)] * len(sub.steps))  # each piece's own chunking
+        if getattr(sub, "in_network", False):  # each piece's own chunking, one factor per step
+            factors.extend(in_network_factors(sub))
+        else:
+            factors.extend([1.0] * len(sub.steps))
         protocol.extend([getattr(sub, "protocol_bytes", None)] * len(sub.steps))
         chunk_bytes.append(np.asarray(sub.chunk_bytes))
         owners.append(_owner(sub))
