@@ -47,6 +47,9 @@ def main(argv=None) -> int:
     ap.add_argument("--launch-overlap", action="store_true",
                     help="on the hccl_test and nccl-tests systems, a call's launch overlaps the call before it (a call costs "
                          "the larger of its launch and its device time; docs/validation.md change 42; not the table's default)")
+    ap.add_argument("--nccl-base-latency", action="store_true",
+                    help="on the NCCL systems, each call pays its protocol's base latency once (NCCL's baseLat; "
+                         "docs/validation.md change 47; not the table's default)")
     ap.add_argument("--rows", action="store_true", help="also print every predicted row")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -58,7 +61,8 @@ def main(argv=None) -> int:
                              **({"network_rate": False} if args.spec_network_rate else {}),
                              **({"sweep_bands": args.sweep_bands} if args.sweep_bands is not None else {}),
                              **({"sweep_leave_one_out": True} if args.leave_one_out else {}),
-                             **({"launch_overlap": True} if args.launch_overlap else {}))
+                             **({"launch_overlap": True} if args.launch_overlap else {}),
+                             **({"nccl_base_latency": True} if args.nccl_base_latency else {}))
     except HcsimError as e:
         ap.exit(2, f"{ap.prog}: error: {e}\n")
     took = time.perf_counter() - t0

@@ -322,7 +322,14 @@ def _user_regimes(regimes, step_overhead_s: float, link_Bps: float):
     return out
 
 
-def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
+NCCL_RING_BASE_LATENCY_S = (6.6e-6, 14.0e-6, 8.4e-6)
+"""NCCL's base latency of one ring call, per protocol (LL, LL128, Simple): ``baseLat`` Ring = {6.6, 14.0,
+8.4} us (NVIDIA/nccl src/graph/tuning.cc, read at 5067397c, as :data:`hcsim.corpus.NCCL_NVLINK_TUNER`),
+paid once a call on top of ``hwLat`` per step; :func:`nccl_protocol_regimes` gives it as the regimes'
+``call_overhead_s``."""
+
+
+def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY, base_latency: bool = False):
     """NCCL's protocols as message regimes, for :func:`calibrate`'s ``regimes``.
 
     The fitted (or given) per-step overhead is LL's step; below the first crossover a message
@@ -341,6 +348,12 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     ll_efficiency : float
         LL's share of Simple's rate, in (0, 1): :data:`NCCL_LL_EFFICIENCY` (NCCL's ``busBw / 4``)
         unless NCCL's absolute LL cap binds first (:func:`hcsim.corpus.nccl_ll_efficiency`).
+    base_latency : bool
+        Whether a call pays its protocol's base latency once (:data:`NCCL_RING_BASE_LATENCY_S`, as
+        ``call_overhead_s``; a fitted launch then takes what is left of the smallest call). Off by
+        default: measured on the corpus and not kept (docs/validation.md, change 47). The
+        crossovers stay where one step's costs cross: with the base latency a call of s steps would
+        cross later, by (difference of the bases) / s a step, which is left out.
 
     Examples
     --------
@@ -365,6 +378,8 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
     def crossing(a1, a2, e1, e2, step_overhead_s, link_Bps):
         return max(1, int((a2 - a1) * step_overhead_s * link_Bps / (1 / e1 - 1 / e2)))
 
+    ll, ll128, simple = NCCL_RING_BASE_LATENCY_S
+
     def build(step_overhead_s: float, link_Bps: float):
         if r128 is not None:
             t1 = crossing(1.0, r128, e, NCCL_LL128_EFFICIENCY, step_overhead_s, link_Bps)
@@ -372,9 +387,11 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY):
             if t1 < t2:  # else an LL share so high that LL128 is never the cheapest: LL, then Simple
                 return MessageRegimes(from_bytes=(0, t1, t2),
                                       overhead_s=(0.0, (r128 - 1) * step_overhead_s, (r - 1) * step_overhead_s),
-                                      efficiency=(e, NCCL_LL128_EFFICIENCY, 1.0))
+                                      efficiency=(e, NCCL_LL128_EFFICIENCY, 1.0),
+                                      call_overhead_s=(ll, ll128, simple) if base_latency else None)
         return MessageRegimes(from_bytes=(0, crossing(1.0, r, e, 1.0, step_overhead_s, link_Bps)),
-                              overhead_s=(0.0, (r - 1) * step_overhead_s), efficiency=(e, 1.0))
+                              overhead_s=(0.0, (r - 1) * step_overhead_s), efficiency=(e, 1.0),
+                              call_overhead_s=(ll, simple) if base_latency else None)
 
     return build
 

@@ -717,9 +717,11 @@ a server, whose steps inside a server are shared-memory copies while only the me
 servers cross the network (docs/validation.md, change 32)."""
 
 
-def transport_regimes(transport: str | None, ll_efficiency: float | None = None):
+def transport_regimes(transport: str | None, ll_efficiency: float | None = None, nccl_base_latency: bool = False):
     """The ``regimes`` argument of :func:`hcsim.calibrate.calibrate` for a corpus ``transport``, or None;
-    ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given."""
+    ``ll_efficiency`` (:func:`nccl_ll_efficiency`) replaces NCCL's LL share where given, and
+    ``nccl_base_latency`` gives NCCL's protocols their base latency once a call
+    (:func:`hcsim.calibrate.nccl_protocol_regimes`' ``base_latency``)."""
     from .calibrate import (
         NCCL_LL_EFFICIENCY,
         OPENMPI_TCP_EAGER_LIMIT,
@@ -740,7 +742,8 @@ def transport_regimes(transport: str | None, ll_efficiency: float | None = None)
         return rccl_msccl_regimes()
     if key not in TRANSPORT_REGIMES:
         return None
-    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key], NCCL_LL_EFFICIENCY if ll_efficiency is None else ll_efficiency)
+    return nccl_protocol_regimes(*TRANSPORT_REGIMES[key], NCCL_LL_EFFICIENCY if ll_efficiency is None else ll_efficiency,
+                                 base_latency=nccl_base_latency)
 
 
 def nccl_ll_efficiency(ll_max_GBps: float, collective: str, ranks: int, size_bytes: int, time_us: float) -> float:
@@ -835,7 +838,7 @@ TRANSPORTS = ("hccl", "nccl-nvlink", "nccl-net", "rccl", "openmpi", "openmpi-tcp
 
 
 def transport_calibration(transport: str | None, topology, *, fit: str = "bottleneck", regimes: bool = True,
-                          ll_point=None, nccl_ll_max_GBps: float | None = None) -> tuple:
+                          ll_point=None, nccl_ll_max_GBps: float | None = None, nccl_base_latency: bool = False) -> tuple:
     """How a ``fit="bottleneck"`` calibration is set up for a library: ``(topology, defaults, forced)``, the
     topology to fit (a copy with the library's cited per-step overhead where it has one,
     :data:`CITED_STEP_TRANSPORTS`), and :func:`hcsim.calibrate.calibrate` keyword arguments, ``defaults``
@@ -848,7 +851,8 @@ def transport_calibration(transport: str | None, topology, *, fit: str = "bottle
     protocols are known facts (:func:`transport_regimes`: NCCL's LL, LL128 over NVLink and Simple, RCCL's, MPI's
     eager and rendezvous), NCCL's LL share lowered by its absolute cap ``nccl_ll_max_GBps`` as
     measured at ``ll_point`` (a measured row with ``collective``, ``ranks``, ``size_bytes`` and
-    ``time_us``: the largest calibration point; :func:`nccl_ll_efficiency`). Another ``fit``,
+    ``time_us``: the largest calibration point; :func:`nccl_ll_efficiency`), and with ``nccl_base_latency``
+    NCCL's base latency once a call (:func:`transport_regimes`). Another ``fit``,
     or no ``transport``: the topology as given and nothing.
 
     Examples
@@ -880,7 +884,7 @@ def transport_calibration(transport: str | None, topology, *, fit: str = "bottle
         if nccl_ll_max_GBps is not None:
             ll = nccl_ll_efficiency(nccl_ll_max_GBps, ll_point["collective"], measured_ranks(ll_point),
                                     int(ll_point["size_bytes"]), float(ll_point["time_us"]))
-        forced["regimes"] = transport_regimes(key, ll)
+        forced["regimes"] = transport_regimes(key, ll, nccl_base_latency)
     if key in CPU_RANK_TRANSPORTS:
         defaults.update(prefer_rank_links=True, rank_reduce_ratio=RANK_REDUCE_RATIO)
     if key in LAUNCH_FIT_TRANSPORTS:
@@ -941,7 +945,8 @@ def _with_defaults(topology, **fields):
 def validate_system(system: dict, algorithm: str | None = "library", fit: str = "bottleneck",
                     regimes: bool = True, network_latency: bool = False, network_fit: bool = False,
                     network_rate: bool = True, sweep_bands: int | None = None, sweep_leave_one_out: bool = False,
-                    *, launch_overlap: bool = False, **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
+                    *, launch_overlap: bool = False, nccl_base_latency: bool = False,
+                    **calibrate_kwargs) -> tuple[pd.DataFrame, dict]:
     """Calibrate one system (an item of :func:`load_corpus`) on its :func:`calibration_points`
     and predict every row.
 
@@ -991,7 +996,8 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     ``launch_overlap=True``: a system whose transport is in :data:`LOOP_TRANSPORTS` is calibrated and
     predicted with each call's launch overlapping the call before it (:func:`with_launch_overlap`: a
     call costs the larger of its launch and its device time); off by default (docs/validation.md,
-    change 42).
+    change 42). ``nccl_base_latency=True``: NCCL's protocols pay their base latency once a call
+    (:func:`hcsim.calibrate.nccl_protocol_regimes`); off by default (docs/validation.md, change 47).
 
     ``network_fit=True``: a system whose transport is in :data:`NETWORK_FIT_TRANSPORTS` is fitted
     with ``fixed_cost="network"`` (the network links' latency in place of the per-step overhead,
@@ -1010,7 +1016,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
             raise bad_value("sweep_bands", sweep_bands, f"None or a whole number from 1 to {MAX_BANDS}")
     for name, flag in (("network_latency", network_latency), ("network_fit", network_fit),
                        ("network_rate", network_rate), ("sweep_leave_one_out", sweep_leave_one_out),
-                       ("launch_overlap", launch_overlap)):
+                       ("launch_overlap", launch_overlap), ("nccl_base_latency", nccl_base_latency)):
         if not isinstance(flag, (bool, np.bool_)):
             raise bad_value(name, flag, "True or False")
     if network_rate and system.get("p2p_bw_MBps") is not None:
@@ -1029,7 +1035,7 @@ def validate_system(system: dict, algorithm: str | None = "library", fit: str = 
     big = measured.loc[max(cal, key=lambda i: measured.loc[i, "size_bytes"])]
     topology, defaults, forced = transport_calibration(
         system.get("transport"), system["topology"], fit=fit, regimes=regimes, ll_point=big,
-        nccl_ll_max_GBps=system.get("nccl_ll_max_GBps"))
+        nccl_ll_max_GBps=system.get("nccl_ll_max_GBps"), nccl_base_latency=bool(nccl_base_latency))
     system = {**system, "topology": topology}
     calibrate_kwargs = {**defaults, **calibrate_kwargs, **forced}
     algo = algorithm
@@ -1096,7 +1102,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
                     fit: str = "bottleneck", regimes: bool = True, network_latency: bool = False,
                     network_fit: bool = False, network_rate: bool = True, sweep_bands: int | None = None,
                     sweep_leave_one_out: bool = False, *, launch_overlap: bool = False,
-                    **calibrate_kwargs) -> pd.DataFrame:
+                    nccl_base_latency: bool = False, **calibrate_kwargs) -> pd.DataFrame:
     """The corpus accuracy table: one row per system with a topology.
 
     Parameters
@@ -1105,7 +1111,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
         The corpus folder (``docs/data/published``).
     systems : list of str, optional
         Only the systems whose name contains one of these strings (default: all).
-    algorithm, fit, regimes, network_latency, network_fit, network_rate, sweep_bands, sweep_leave_one_out, launch_overlap, **calibrate_kwargs
+    algorithm, fit, regimes, network_latency, network_fit, network_rate, sweep_bands, sweep_leave_one_out, launch_overlap, nccl_base_latency, **calibrate_kwargs
         As :func:`validate_system` takes them.
 
     Returns
@@ -1134,7 +1140,7 @@ def validate_corpus(root: Path | str = PUBLISHED, systems=None, algorithm: str |
             continue
         rows, report = validate_system(s, algorithm, fit, regimes, network_latency, network_fit, network_rate,
                                        sweep_bands, sweep_leave_one_out, launch_overlap=launch_overlap,
-                                       **calibrate_kwargs)
+                                       nccl_base_latency=nccl_base_latency, **calibrate_kwargs)
         out.append(system_summary(s["system"], rows))
         all_rows[s["system"]], reports[s["system"]] = rows, report
     df = pd.DataFrame(out, columns=COLUMNS)

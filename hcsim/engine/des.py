@@ -1222,6 +1222,12 @@ class FlowSimulator:
                                      for s in map(topo.npu_spec, rank_nodes[:self.schedule.p])], dtype=np.int64)
             if self._in_network:  # the switch counts as in the first rank's server
                 self._server = np.append(self._server, self._server[0])
+        # the call's start: its launch, then its protocol's cost once a call (MessageRegimes.call_overhead_s;
+        # NCCL's base latency: paid by its ring and tree, not by NVLS, whose row of it is 0)
+        self._call_s = 0.0
+        if self._regimes is not None and self._regimes.call_overhead_s is not None and not self._in_network:
+            self._call_s = float(self._regimes.call_overhead_s[self._call_regime()])
+        self._start_s = float(config.launch_overhead_s) + self._call_s
 
     # the fabric's counters (a run alone on its fabric: its own)
     @property
@@ -1274,7 +1280,7 @@ class FlowSimulator:
         fabric = self.fabric
         t0 = 0  # simpy.Environment().now
         fabric.start(t0)
-        now = t0 + self.cfg.launch_overhead_s if self.cfg.launch_overhead_s else t0
+        now = t0 + self._start_s if self._start_s else t0
         self.enter(np.arange(self.p), now)
         fabric.instant(now)
         while True:
@@ -1333,7 +1339,7 @@ class FlowSimulator:
         its sender when it drained, and not at all for a receiver that entered after it
         completed)."""
         cfg = self.cfg
-        enter = np.full(self.p, float(cfg.launch_overhead_s))
+        enter = np.full(self.p, self._start_s)
         lone: dict[tuple, float] = {}
         steps, moved = [], {}
         rec = fill and cfg.record
@@ -1446,8 +1452,8 @@ class FlowSimulator:
         """SimPy process: drives the schedule; its value is the time it took (s)."""
         t0 = env.now
         self.fabric.start(t0)
-        if self.cfg.launch_overhead_s:
-            yield env.timeout(self.cfg.launch_overhead_s)
+        if self._start_s:
+            yield env.timeout(self._start_s)
         now = env.now
         self.enter(np.arange(self.p), now)
         self.fabric.instant(now)
@@ -1477,6 +1483,17 @@ class FlowSimulator:
         if self._in_network is None:
             return None
         return self._in_network[0], self._in_network[1] / self._in_factor[k]
+
+    def _call_regime(self) -> int:
+        """The message regime (protocol) of the whole call: the largest of its steps' protocol sizes
+        (:attr:`Schedule.protocol_bytes`) or, where it gives none, of its messages."""
+        pb = getattr(self.schedule, "protocol_bytes", None)
+        if pb is not None:
+            largest = max(pb) if isinstance(pb, tuple) else pb
+        else:
+            largest = max((float(message_bytes(st.src, st.dst, st.nbytes).max()) for st in self.schedule.steps
+                           if len(st.src)), default=0.0)
+        return int(self._regimes.regime_of(np.array([largest]))[0])
 
     def _protocol_bytes(self, k: int) -> int | None:
         """The size step ``k``'s transfers choose their message regime by (:attr:`Schedule.protocol_bytes`)."""

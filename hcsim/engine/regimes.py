@@ -95,6 +95,13 @@ class MessageRegimes:
         first-come order). A message that drains before its receiver has entered its step
         waits for it (MPI's unexpected-message queue), so a late rank delays only the ranks
         it sends to, not the ranks that send to it.
+    call_overhead_s : tuple of float or None
+        Per regime (None: 0 in every regime), seconds a whole call pays once, after its launch
+        and before its first step, in the regime of its largest message (or of
+        :attr:`hcsim.algorithms.schedule.Schedule.protocol_bytes`): a library that picks one
+        protocol per call and pays a fixed cost for it (NCCL's ``baseLat``, per protocol, on top
+        of its per-step ``hwLat``). An in-network schedule (NVLS) pays none: NCCL's base latency
+        of NVLS is 0. Each CCL-buffer loop run as its own call pays it once.
 
     Examples
     --------
@@ -115,6 +122,7 @@ class MessageRegimes:
     send_overhead_s: tuple | None = None
     send_copy_Bps: tuple | None = None
     start_when: tuple | None = None
+    call_overhead_s: tuple | None = None
 
     def __post_init__(self):
         k = len(self.from_bytes)
@@ -127,6 +135,7 @@ class MessageRegimes:
                     raise bad_value(f"message_regimes[{i}].start_when", w, "one of " + ", ".join(START_WHEN))
         for name, ok, allowed in (
                 ("send_overhead_s", lambda v: 0 <= v <= 1, "seconds from 0 to 1"),
+                ("call_overhead_s", lambda v: 0 <= v <= 1, "seconds from 0 to 1"),
                 ("send_copy_Bps", lambda v: 1 <= v <= 1e15 or v == np.inf, "bytes per second from 1 to 1e15, or inf")):
             vals = getattr(self, name)
             if vals is None:
@@ -175,7 +184,7 @@ class MessageRegimes:
         return (all(v == 0 for v in self.overhead_s) and all(e == 1 for e in self.efficiency)
                 and (self.pair_limit is None or all(self.pair_limit)) and not self.peer_aware
                 and not self.many_aware and not self.local_aware and not self.serial_aware
-                and not self.eager_aware)
+                and not self.eager_aware and not any(self.call_overhead_s or ()))
 
     @property
     def eager_aware(self) -> bool:

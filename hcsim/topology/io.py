@@ -89,7 +89,8 @@ _TOP_KEYS = {"name", "description", "builder", "params", "defaults", "npus", "no
 _DEFAULT_KEYS = {"step_overhead_us", "launch_overhead_us", "launch_overhead_by_collective_us", "expansion_mode",
                  "modes", "message_regimes", "launch_overlap"}
 _REGIME_KEYS = {"from_bytes", "overhead_us", "efficiency", "pair_limit", "overhead_when", "new_peer_efficiency",
-                "many_peer_efficiency", "local_efficiency", "send_overhead_us", "send_copy_GBps", "start_when"}
+                "many_peer_efficiency", "local_efficiency", "send_overhead_us", "send_copy_GBps", "start_when",
+                "call_overhead_us"}
 _NPU_KEYS = {"name", "server", "pod", "local_index", "compute", "reduce_GBps", "injection_GBps", "ejection_GBps", "half_duplex",
              "exchange_GBps", "engine_GBps"}
 _NODE_KEYS = {"name", "kind", "in_network_efficiency"}
@@ -969,7 +970,7 @@ def _regimes(where, v) -> MessageRegimes:
         raise _bad(where, v, allowed)
     if len(v) > 64:
         raise _bad(where, v, "at most 64 regimes")
-    starts, overheads, effs, pairs, when, newp, many, local, send_o, send_c, start = ([] for _ in range(11))
+    starts, overheads, effs, pairs, when, newp, many, local, send_o, send_c, start, call = ([] for _ in range(12))
     for i, r in enumerate(v):
         w = f"{where}[{i}]"
         r = _mapping(w, r, _REGIME_KEYS, none_ok=False)
@@ -988,6 +989,7 @@ def _regimes(where, v) -> MessageRegimes:
         send_c.append(_number(f"{w}.send_copy_GBps", r["send_copy_GBps"], 1e9, 1.0, 1e15, "GB/s", allow_inf=True)
                       if "send_copy_GBps" in r else float("inf"))
         start.append(_one_of(f"{w}.start_when", r.get("start_when", "both"), START_WHEN))
+        call.append(_number(f"{w}.call_overhead_us", r.get("call_overhead_us", 0.0), 1e-6, 0.0, 1.0, "microseconds"))
     try:
         return MessageRegimes(tuple(starts), tuple(overheads), tuple(effs), None if all(pairs) else tuple(pairs),
                               None if all(w == "always" for w in when) else tuple(when),
@@ -996,7 +998,8 @@ def _regimes(where, v) -> MessageRegimes:
                               None if all(e == 1 for e in local) else tuple(local),
                               None if all(v == 0 for v in send_o) else tuple(send_o),
                               None if all(v == float("inf") for v in send_c) else tuple(send_c),
-                              None if all(v == "both" for v in start) else tuple(start))
+                              None if all(v == "both" for v in start) else tuple(start),
+                              None if all(v == 0 for v in call) else tuple(call))
     except HcsimError as e:
         raise ConfigError(f"{where.rsplit('.', 1)[0]}.{e}") from None
 

@@ -530,6 +530,7 @@ class Topology:
             send_o = reg.send_overhead_s if reg.send_overhead_s is not None else (0.0,) * len(reg.from_bytes)
             send_c = reg.send_copy_Bps if reg.send_copy_Bps is not None else (float("inf"),) * len(reg.from_bytes)
             start = reg.start_when if reg.start_when is not None else ("both",) * len(reg.from_bytes)
+            call = reg.call_overhead_s if reg.call_overhead_s is not None else (0.0,) * len(reg.from_bytes)
             defaults["message_regimes"] = [
                 {"from_bytes": int(b), "overhead_us": float(o) * 1e6, "efficiency": float(e),
                  **({} if pl is None else {"pair_limit": bool(pl)}), **({} if w is None else {"overhead_when": w}),
@@ -538,10 +539,11 @@ class Topology:
                  **({} if le is None else {"local_efficiency": float(le)}),
                  **({} if so == 0 else {"send_overhead_us": float(so) * 1e6}),
                  **({} if sc == float("inf") else {"send_copy_GBps": float(sc) / 1e9}),
-                 **({} if sw == "both" else {"start_when": sw})}
-                for b, o, e, pl, w, ne, me, le, so, sc, sw in zip(reg.from_bytes, reg.overhead_s, reg.efficiency, pairs,
-                                                                  when, newp, many, local, send_o, send_c, start,
-                                                                  strict=True)]
+                 **({} if sw == "both" else {"start_when": sw}),
+                 **({} if co == 0 else {"call_overhead_us": float(co) * 1e6})}
+                for b, o, e, pl, w, ne, me, le, so, sc, sw, co in zip(reg.from_bytes, reg.overhead_s, reg.efficiency,
+                                                                      pairs, when, newp, many, local, send_o, send_c,
+                                                                      start, call, strict=True)]
         out = {"name": self.name, "description": self.description, "defaults": defaults}
         if self.provenance:
             out["provenance"] = self.provenance
