@@ -979,8 +979,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     if d0.launch_overlap and fixed_cost == "launch" and klass:
         # a launch that overlaps the device work (ExecutionDefaults.launch_overlap) moves no point until it passes
         # the point's device time, a flat region the simplex cannot leave from below: start it (the common launch
-        # and any per-collective one, by one factor) at half the fastest point's time if it is below that
-        x0[1] = np.log(max(1.0, 0.5e-6 * min(t for _, _, t, _, _ in points) / launch0))
+        # and any per-collective one, by one factor) at the fastest point's time if it is below that, where it
+        # binds that point whatever its device time (half of it, as before, was still flat wherever the fastest
+        # point's device time passed it: a sweep of large sizes only)
+        x0[1] = np.log(max(1.0, 1e-6 * min(t for _, _, t, _, _ in points) / launch0))
     before = predict(build(x0))
     bounds = {"max_evals": max_evals, "max_simulations": max(1, max_simulations // len(points)),
               "max_work": budget}

@@ -71,6 +71,20 @@ def test_a_launch_bound_and_a_device_bound_point_give_back_the_launch_and_the_ra
         assert hcsim.simulate(fitted, "allreduce", int(n), "ring").time_us == pytest.approx(t, rel=1e-3)
 
 
+def test_a_launch_above_the_small_points_device_time_is_found():
+    """Both points large (a sweep from 8 MiB): the smaller is launch-bound, 200 us against about 184 us of device
+    time. A launch started below that device time moves nothing (flat) and the rate took the miss: started at the
+    fastest point's time, the fit gives both back."""
+    truth = overlapped(single_switch(8, 80e9, npus_per_server=8), 200e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "ranks": 8, "size_bytes": [8 << 20, 1 << 30]})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
+    assert pts.time_us[0] == pytest.approx(200.0)  # launch-bound
+    start = overlapped(single_switch(8, 100e9, npus_per_server=8), 0.0)
+    fitted, _ = calibrate(start, pts, algorithm="ring", fit="bottleneck", fixed_cost="launch")
+    for n, t in zip(pts.size_bytes, pts.time_us, strict=True):
+        assert hcsim.simulate(fitted, "allreduce", int(n), "ring").time_us == pytest.approx(t, rel=1e-3)
+
+
 def test_the_corpus_option_overlaps_the_benchmark_loops_only():
     assert set(LOOP_TRANSPORTS) == {"hccl", "nccl-nvlink", "nccl-net"}
     assert with_launch_overlap(single_switch(4, 1e9)).defaults.launch_overlap
