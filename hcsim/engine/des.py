@@ -1488,8 +1488,9 @@ class FlowSimulator:
         """The message regime (protocol) of the whole call: the largest of its steps' protocol sizes
         (:attr:`Schedule.protocol_bytes`) or, where it gives none, of its messages."""
         pb = getattr(self.schedule, "protocol_bytes", None)
-        if pb is not None:
-            largest = max(pb) if isinstance(pb, tuple) else pb
+        given = [x for x in pb if x is not None] if isinstance(pb, tuple) else [] if pb is None else [pb]
+        if given:
+            largest = max(given)
         else:
             largest = max((float(message_bytes(st.src, st.dst, st.nbytes).max()) for st in self.schedule.steps
                            if len(st.src)), default=0.0)

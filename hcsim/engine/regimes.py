@@ -101,7 +101,8 @@ class MessageRegimes:
         :attr:`hcsim.algorithms.schedule.Schedule.protocol_bytes`): a library that picks one
         protocol per call and pays a fixed cost for it (NCCL's ``baseLat``, per protocol, on top
         of its per-step ``hwLat``). An in-network schedule (NVLS) pays none: NCCL's base latency
-        of NVLS is 0. Each CCL-buffer loop run as its own call pays it once.
+        of NVLS is 0. In :func:`hcsim.api.simulate` each CCL-buffer loop is a call and pays it; a
+        job's looped schedule (:func:`hcsim.hccl.buffer.looped`) is one engine run and pays it once.
 
     Examples
     --------
