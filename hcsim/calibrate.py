@@ -172,6 +172,12 @@ binding (elasticity near 0) is pulled."""
 PULL_STEPS = 8
 """Bisection steps of :func:`_pull_to_spec` per fitted scale (a factor 2^-8 of its log scale)."""
 
+UNPINNED_LAUNCH_TOLERANCE = 1e-3
+"""With ``launch_overlap`` (a call costs the larger of its launch and its device time), a fitted launch below
+every calibration point's device time binds none of them, and the points say nothing of it: the fit gives the
+topology's own launch back where that moves no point by more than this (0.1%, in log time), and reports
+``launch_pinned`` False."""
+
 
 RANK_REDUCE_RATIO = 4.0
 """With ``rank_reduce_ratio``, the rate at which a CPU rank reduces what it receives, as a multiple
@@ -1021,6 +1027,17 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
         limit += pull
     moved = bool(pulls and np.any(x[:n_scales] != fitted_log_scales))  # the pull returns x clipped
     after = predict(build(x))
+    pinned = None
+    if d0.launch_overlap and fixed_cost == "launch" and klass:
+        # an overlapped launch binds only the points whose device time it passes; if none, it is wherever the
+        # simplex left it in the flat region below them (every smaller call would then cost it): the topology's own
+        pinned = True
+        if x[1] != 0:
+            free = np.array(x, dtype=float)
+            free[1] = 0.0
+            unpinned = predict(build(free))
+            if np.max(np.abs(unpinned - after)) <= UNPINNED_LAUNCH_TOLERANCE:
+                x, after, pinned = free, unpinned, False
     scale, step, f = unpack(x)
     fitted = build(x)
     if not topo.name.endswith("-calibrated"):
@@ -1038,6 +1055,7 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
               "scale_before_pull": {(_class_name(klass) if klass else t): float(np.exp(np.clip(v, -LOG_SCALE_BOUND,
                                     LOG_SCALE_BOUND))) for t, v in zip(used, fitted_log_scales, strict=True)},
               "launch_overhead_us": launch_us, "launch_scale": f,
+              **({} if pinned is None else {"launch_pinned": pinned}),
               "rms_log_error_topology": float(np.sqrt(np.mean(start ** 2))),
               "rms_log_error_before": float(np.sqrt(np.mean(before ** 2))),
               "rms_log_error_after": float(np.sqrt(np.mean(after ** 2))),

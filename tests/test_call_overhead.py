@@ -12,6 +12,7 @@ from hcsim.engine.regimes import MessageRegimes
 from hcsim.errors import HcsimError
 from hcsim.topology import single_switch
 from hcsim.topology.io import load_topology, save_topology
+from hcsim.workload import Workload, run
 
 RATE = 100e9  # B/s each way, no latency: a ring step of m bytes takes m / RATE
 
@@ -95,3 +96,28 @@ def test_a_bad_call_overhead_in_yaml_names_its_key(tmp_path):
     path.write_text(text)
     with pytest.raises(HcsimError, match=r"message_regimes\[1\]\.call_overhead_us.*-3"):
         load_topology(path)
+
+
+def test_a_job_pays_the_call_cost_as_simulate_does():
+    """A job's collective enters its ranks itself (workload.runner): after its launch and its call cost, so one
+    operation equals simulate, and two on disjoint ranks each pay it once (a review's finding: jobs paid none)."""
+    t = _topo(_two_regimes(), launch_overhead_s=3e-6)
+    w = Workload("one")
+    w.collective("c", w.communicator("world", range(8)), "allgather", 1 << 20, algorithm="ring")
+    assert run(t, w).step_time_s == pytest.approx(hcsim.simulate(t, "allgather", 1 << 20, "ring").time_s, rel=1e-12)
+    assert run(t, w).step_time_s == pytest.approx(3e-6 + 20e-6 + 7 * (1 << 17) / RATE, rel=1e-12)
+
+
+def test_the_call_regime_is_that_of_the_largest_protocol_size_of_its_steps():
+    """protocol_bytes one per step: the largest decides the call's regime, whatever the messages are."""
+    from hcsim.algorithms import build_schedule
+    from hcsim.engine.des import EngineConfig, FlowSimulator
+
+    t = _topo()
+    s = build_schedule("allgather", "ring", 8, 1 << 20)  # 7 steps of 128 KiB messages: regime 1 by themselves
+    cfg = EngineConfig(message_regimes=_two_regimes())
+    assert FlowSimulator(t, t.npus, s, cfg).call_overhead_s == 20e-6
+    small = (1,) * len(s.steps)  # every step chooses by 1 byte: regime 0
+    assert FlowSimulator(t, t.npus, dataclasses.replace(s, protocol_bytes=small), cfg).call_overhead_s == 5e-6
+    one_big = (1,) * (len(s.steps) - 1) + (1 << 20,)
+    assert FlowSimulator(t, t.npus, dataclasses.replace(s, protocol_bytes=one_big), cfg).call_overhead_s == 20e-6

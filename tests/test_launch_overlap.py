@@ -80,9 +80,25 @@ def test_a_launch_above_the_small_points_device_time_is_found():
     pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
     assert pts.time_us[0] == pytest.approx(200.0)  # launch-bound
     start = overlapped(single_switch(8, 100e9, npus_per_server=8), 0.0)
-    fitted, _ = calibrate(start, pts, algorithm="ring", fit="bottleneck", fixed_cost="launch")
+    fitted, report = calibrate(start, pts, algorithm="ring", fit="bottleneck", fixed_cost="launch")
+    assert report["launch_pinned"] is True
     for n, t in zip(pts.size_bytes, pts.time_us, strict=True):
         assert hcsim.simulate(fitted, "allreduce", int(n), "ring").time_us == pytest.approx(t, rel=1e-3)
+
+
+def test_a_launch_no_point_binds_goes_back_to_the_topologys_own():
+    """Both points device-bound (64 MiB and 1 GiB above a 10 us launch): they say nothing of the launch, and the
+    fit gives the topology's own back (1 us where it has none) instead of a value just under the 64 MiB point's
+    time that every smaller call would then cost (a review's case: +3949% at 1 MiB)."""
+    truth = overlapped(single_switch(8, 80e9, npus_per_server=8), 10e-6)
+    pts = pd.DataFrame({"collective": "allreduce", "algorithm": "ring", "ranks": 8, "size_bytes": [64 << 20, 1 << 30]})
+    pts["time_us"] = [hcsim.simulate(truth, "allreduce", n, "ring").time_us for n in pts.size_bytes]
+    start = overlapped(single_switch(8, 100e9, npus_per_server=8), 0.0)
+    fitted, report = calibrate(start, pts, algorithm="ring", fit="bottleneck", fixed_cost="launch")
+    assert report["launch_pinned"] is False and report["launch_overhead_us"] == pytest.approx(1.0)
+    for n in (1 << 20, 16 << 20, 64 << 20, 1 << 30):  # device-bound in the truth: right without the launch
+        assert hcsim.simulate(fitted, "allreduce", n, "ring").time_us == pytest.approx(
+            hcsim.simulate(truth, "allreduce", n, "ring").time_us, rel=2e-3)
 
 
 def test_the_corpus_option_overlaps_the_benchmark_loops_only():

@@ -1223,11 +1223,14 @@ class FlowSimulator:
             if self._in_network:  # the switch counts as in the first rank's server
                 self._server = np.append(self._server, self._server[0])
         # the call's start: its launch, then its protocol's cost once a call (MessageRegimes.call_overhead_s;
-        # NCCL's base latency: paid by its ring and tree, not by NVLS, whose row of it is 0)
-        self._call_s = 0.0
-        if self._regimes is not None and self._regimes.call_overhead_s is not None and not self._in_network:
-            self._call_s = float(self._regimes.call_overhead_s[self._call_regime()])
-        self._start_s = float(config.launch_overhead_s) + self._call_s
+        # NCCL's base latency: paid by its ring and tree, not by NVLS, whose row of it is 0). A job enters the
+        # ranks itself (workload.runner), after its own launch and this.
+        self.call_overhead_s = 0.0
+        costs = None if self._regimes is None else self._regimes.call_overhead_s
+        if costs is not None and not self._in_network:
+            # one cost for every regime needs no walk over the steps (a lazy schedule's are built then)
+            self.call_overhead_s = float(costs[0] if len(set(costs)) == 1 else costs[self._call_regime()])
+        self._start_s = float(config.launch_overhead_s) + self.call_overhead_s
 
     # the fabric's counters (a run alone on its fabric: its own)
     @property
@@ -1485,12 +1488,12 @@ class FlowSimulator:
         return self._in_network[0], self._in_network[1] / self._in_factor[k]
 
     def _call_regime(self) -> int:
-        """The message regime (protocol) of the whole call: the largest of its steps' protocol sizes
-        (:attr:`Schedule.protocol_bytes`) or, where it gives none, of its messages."""
+        """The message regime (protocol) of the whole call: that of the largest size its steps choose their
+        regimes by, :attr:`Schedule.protocol_bytes` (one, or one per step: checked by ``check_streaming``) or,
+        where it gives none, their messages (:func:`~hcsim.engine.regimes.message_bytes`)."""
         pb = getattr(self.schedule, "protocol_bytes", None)
-        given = [x for x in pb if x is not None] if isinstance(pb, tuple) else [] if pb is None else [pb]
-        if given:
-            largest = max(given)
+        if pb is not None:
+            largest = float(max(pb) if isinstance(pb, tuple) else pb)
         else:
             largest = max((float(message_bytes(st.src, st.dst, st.nbytes).max()) for st in self.schedule.steps
                            if len(st.src)), default=0.0)

@@ -102,7 +102,8 @@ class MessageRegimes:
         protocol per call and pays a fixed cost for it (NCCL's ``baseLat``, per protocol, on top
         of its per-step ``hwLat``). An in-network schedule (NVLS) pays none: NCCL's base latency
         of NVLS is 0. In :func:`hcsim.api.simulate` each CCL-buffer loop is a call and pays it; a
-        job's looped schedule (:func:`hcsim.hccl.buffer.looped`) is one engine run and pays it once.
+        job's collective (:mod:`hcsim.workload.runner`), its loops one looped schedule
+        (:func:`hcsim.hccl.buffer.looped`), pays it once, after its launch.
 
     Examples
     --------

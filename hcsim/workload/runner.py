@@ -372,7 +372,8 @@ class _Job:
             for r in ranks:
                 self._compute(i, r, work[r] if isinstance(work, dict) else work, now)
         else:
-            run, local_of, launch = self.runs[i], self.local_of[i], self.launch_s[i]
+            run, local_of = self.runs[i], self.local_of[i]
+            launch = self.launch_s[i] + run.call_overhead_s  # the launch, then the protocol's cost once a call
             local = np.array(sorted(local_of[r] for r in ranks), dtype=np.int64)
             if launch:
                 self.fabric.call_at(now + launch, lambda t, run=run, local=local: run.enter(local, t))
