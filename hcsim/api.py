@@ -326,7 +326,7 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
             raise ConfigError(f"algorithm = {spec.name!r}: mode 'analytical' needs a closed form; "
                               "user algorithms run in mode 'des'")
         if cfg.message_regimes is not None and not cfg.message_regimes.trivial:
-            raise ConfigError(f"mode = 'analytical': topology {topo.name!r} has size-dependent message costs "
+            raise ConfigError(f"mode = 'analytical': topology {topo.name!r} has size-dependent or once-a-call message costs "
                               "(defaults.message_regimes), which the closed forms do not model; use mode 'des'")
         # the rank pairs do not depend on the size: cached per algorithm, ranks, layout and options
         key = (spec, collective, args.p, servers, pods, root,
@@ -367,6 +367,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
             if i == 0:
                 tables = functools.partial(tables_from_engine, sim, elapsed)  # built when first read
                 elapsed -= cfg.launch_overhead_s
+            if sim.call_overhead_s:  # the protocol's cost once a call (MessageRegimes.call_overhead_s), per loop
+                config["call_overhead_s"] = config.get("call_overhead_s", 0.0) + count * sim.call_overhead_s
             t += count * elapsed
             instants += sim.instants
             recomputes += sim.full_recomputes

@@ -32,8 +32,10 @@ def test_a_ring_pays_its_messages_regime_once(nbytes, regime_s):
     """8-rank ring allgather: 7 steps of nbytes / 8 at 100 GB/s, plus the call's regime once (its messages:
     128 KiB at 1 MiB, regime 1; 32 KiB at 256 KiB, regime 0)."""
     hand_s = 7 * (nbytes / 8) / RATE + regime_s
-    got = hcsim.simulate(_topo(_two_regimes()), "allgather", nbytes, "ring").time_s
-    assert got == pytest.approx(hand_s, rel=1e-12)
+    res = hcsim.simulate(_topo(_two_regimes()), "allgather", nbytes, "ring")
+    assert res.time_s == pytest.approx(hand_s, rel=1e-12)
+    assert res.config["call_overhead_s"] == regime_s  # said in the result
+    assert "call_overhead_s" not in hcsim.simulate(_topo(), "allgather", nbytes, "ring").config  # and only then
 
 
 def test_the_call_cost_is_device_time_under_launch_overlap():
