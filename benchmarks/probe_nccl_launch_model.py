@@ -25,11 +25,12 @@ import argparse
 
 import numpy as np
 
-from hcsim.corpus import validate_corpus
+from hcsim.corpus import NCCL_NVLINK_TUNER, validate_corpus
 
-BASE_US = {"LL": 6.6, "LL128": 14.0, "Simple": 8.4}
+PROTOCOLS = ("LL", "LL128", "Simple")
+BASE_US = dict(zip(PROTOCOLS, NCCL_NVLINK_TUNER["ring_base_us"], strict=True))
 """NCCL's Ring ``baseLat`` per protocol, us (tuning.cc at 5067397c)."""
-HOP_US = {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}
+HOP_US = dict(zip(PROTOCOLS, NCCL_NVLINK_TUNER["ring_hop_us"], strict=True))
 """NCCL's NVLink Ring ``hwLat`` per protocol, us (the same file)."""
 SYSTEMS = ("8 x H100 SXM", "8 x A100-SXM4-40GB")
 

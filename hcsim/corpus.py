@@ -328,6 +328,8 @@ NCCL_NVLINK_TUNER = {
     # ncclTunerConstantsDefaults in NVIDIA/nccl src/graph/tuning.cc (read at 5067397c): per protocol
     # (LL, LL128, Simple) the ring's base latency and its per-step NVLink latency, in us; NVLS runs Simple
     # alone, with no base latency and 25 us over NVLink
+    # (ring_base_us is hcsim.calibrate.NCCL_RING_BASE_LATENCY_S in us, written out: this module leaves calibrate
+    # to first use)
     "ring_base_us": (6.6, 14.0, 8.4), "ring_hop_us": (0.6, 1.9, 3.4), "nvls_us": 25.0,
     # bus bandwidth as a share of the GPU's (ncclTopoTuneModel): LL half of it (and at most llMaxBw),
     # LL128 0.92, Simple all; NVLS nvlsEfficiency x 2 ("AllReduce pipelines two operations")

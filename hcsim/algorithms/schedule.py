@@ -315,14 +315,14 @@ def in_network_factors(schedule) -> tuple[float, ...]:
     hcsim.errors.ScheduleError: schedule.in_network_factor: 3 factors for 2 steps (one per step, or one number)
     """
     factor, n = getattr(schedule, "in_network_factor", 1.0), len(schedule.steps)
-    each = list(factor) if isinstance(factor, (list, tuple, np.ndarray)) else [factor] * n
+    per_step = isinstance(factor, (list, tuple, np.ndarray))
+    each = list(factor) if per_step else [factor] * n
     if len(each) != n:
         raise ScheduleError(f"schedule.in_network_factor: {len(each)} factors for {n} steps (one per step, or one number)")
     for k, f in enumerate(each):
         if isinstance(f, bool) or not isinstance(f, (int, float, np.integer, np.floating)) or not np.isfinite(f) or f < 1:
-            where = "" if len(each) == 1 or not isinstance(factor, (list, tuple, np.ndarray)) else f" (step {k})"
-            raise ScheduleError(f"schedule.in_network_factor = {f!r}{where}: a finite number >= 1, or one per step "
-                                f"({n} steps)")
+            raise ScheduleError(f"schedule.in_network_factor = {f!r}{f' (step {k})' if per_step else ''}: a finite "
+                                f"number >= 1, or one per step ({n} steps)")
     return tuple(float(f) for f in each)
 
 
