@@ -47,7 +47,7 @@ from .engine.des import EngineConfig, FlowSimulator, shares_in_network_switch
 from .engine.result import Result, tables_from_engine
 from .errors import ConfigError, WorkLimitError, bad_value, check_topology, is_int, is_real
 from .hccl.algo_env import parse_hccl_algo
-from .hccl.buffer import loop_pieces, piece_bytes
+from .hccl.buffer import loop_buffer_bytes, loop_pieces, one_server_mesh, piece_bytes
 from .hccl.selection import HcclConfig, candidates, select_algorithm
 from .limits import (
     BYTES_PER_UNIT_BUILT,
@@ -278,7 +278,9 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
                        message_regimes=defaults.message_regimes, max_flow_updates=max_flow_updates,
                        reduce_time_factor=reduce_time_factor(dtype, reduce_op) if dtype is not None else 1.0,
                        inline_reduce=inline_ok)
-    buffer_bytes = hccl.buffer_bytes if hccl is not None else None
+    # the CCL buffer's loops as the executor HCCL runs sizes them (the 910B's one-server ones by the whole buffer)
+    buffer_bytes = loop_buffer_bytes(args, hccl.buffer_bytes if hccl is not None else None, topo.product, spec.name,
+                                     inline_ok)
     # the analytical mode of a large call is bounded by the extrapolated count and builds its
     # schedule only when the size-independent path parameters are not cached yet
     lazy = mode == "analytical" and args.p > PROBE_RANKS and args.send_matrix is None and not spec.user \
@@ -1186,8 +1188,15 @@ class _SpecPlan:
             loops = [(i, a, loop_pieces(a, ctx.buffer_bytes)) for i, a in argsets]
         else:
             loops = [(i, CollectiveArgs(coll, p, int(n), ctx.root, ctx.servers, ctx.pods), None) for i, n in todo]
-            piece = piece_bytes(self.first, ctx.buffer_bytes) if ctx.buffer_bytes is not None else None
+            buffer = loop_buffer_bytes(self.first, ctx.buffer_bytes, ctx.topo.product, self.spec.name, ctx.inline_ok)
+            piece = piece_bytes(self.first, buffer) if buffer is not None else None
+            # the 910B's one-server AlltoAll: one pass up to the buffer, the full mesh's blocks above it
+            by_size = coll == "alltoall" and buffer is not None and one_server_mesh(ctx.topo.product, self.spec.name,
+                                                                                     ctx.servers)
             for k, (i, a, _) in enumerate(loops):
+                if by_size:
+                    piece = piece_bytes(a, loop_buffer_bytes(a, ctx.buffer_bytes, ctx.topo.product, self.spec.name,
+                                                             ctx.inline_ok))
                 if piece is None:
                     loops[k] = (i, a, {a.nbytes: 1})
                 else:  # loop_pieces, without a dict comprehension per size

@@ -15,7 +15,8 @@ end a loop together, this is what the handshakes amount to; for rooted chain-lik
 leaves out the little overlap HCCL's neighbour-only handshakes allow. Both modes then cost a
 call at launch + the sum of its pieces, and splitting never makes a call faster. The local
 copies and the handshakes' own notify latency are not modelled (neither are they for one
-piece)."""
+piece). How big a piece is depends on the executor: buffer / ranks a rank for most, the whole
+buffer for the 910B's one-server mesh executors (:func:`loop_buffer_bytes`)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,75 @@ from ..algorithms.schedule import (
 from ..errors import WorkLimitError, bad_value, is_int
 from ..limits import MAX_LOOPED_STEPS
 from ..verify import _owner
+
+MESH_OPBASE_RESERVE_BYTES = 16384
+"""What AllGather's one-server mesh op-base executor keeps free in the CCL buffer (hcomm
+``coll_all_gather_mesh_opbase_executor.cc`` ``CalcLoopMaxCount``: the buffer less 16384 bytes,
+rounded down to 128; alg_template_base_pub.h): its piece is staged at an offset of up to 16 KiB."""
+MESH_OPBASE_ALIGN_BYTES = 128
+"""The alignment of that executor's per-rank piece (the same source)."""
+ALLTOALL_FULLMESH_SPLIT = 2
+"""The one-server direct full-mesh AlltoAll's per-peer block is the CCL buffer / (ranks x 2) when any
+peer's block exceeds :data:`ALLTOALL_FULLMESH_BIG_PEER_BYTES` (hcomm alltoallv_direct_fullmesh.cc)."""
+ALLTOALL_FULLMESH_BIG_PEER_BYTES = 1 << 20
+"""The per-peer size above which that split applies (the same source)."""
+
+
+def one_server_mesh(product: str | None, algorithm: str, servers: tuple) -> bool:
+    """Whether a call runs one of the 910B's one-server mesh executors (:func:`loop_buffer_bytes`):
+    product 910B, algorithm mesh, its ranks on one server."""
+    return product == "910B" and algorithm == "mesh" and len(servers) == 1
+
+
+def loop_buffer_bytes(args: CollectiveArgs, buffer_bytes: int | None, product: str | None, algorithm: str,
+                      inline_reduce: bool = True) -> int | None:
+    """The buffer size that sizes ``args``'s CCL-buffer loops, in :func:`piece_bytes`' terms.
+
+    Most of HCCL's executors loop over a per-rank count of buffer / ranks (:func:`piece_bytes`,
+    ``buffer_bytes`` as given). The 910B's one-server executors do not (hcomm, legacy
+    ascend910 algorithm code, read at a fork's 8958adbf; docs/facts.md s10): on one server whose
+    NPUs are all HCCS-linked (``isSingleMeshAggregation_``), op by op, each sizes its loop
+    from the whole buffer, which this returns scaled so that :func:`piece_bytes` gives that loop:
+
+    * AllGather (``AllGatherMeshOpbaseExecutor``, chosen at any size): a rank's own piece of up
+      to the buffer less 16 KiB, rounded down to 128 bytes; peers read it straight into their
+      user buffers (DMA elimination), so no buffer space is kept per rank.
+    * ReduceScatter (``ReduceScatterMeshDmaEliminationExecutor``, where the links reduce inline):
+      a rank's output of up to the whole buffer.
+    * AllReduce above the small-count executor's 256 KB (``AllReduceMeshOpbaseLoopExecutor``,
+      where the links reduce inline): up to ranks x the buffer a loop, a slice of up to the
+      buffer per rank (HCCL rounds slices up to 16 KiB; hcsim splits bytes evenly).
+    * AlltoAll: no loop while every rank's total fits the buffer (``RunAlltoAllVStaged`` copies the
+      whole send buffer in once); above it, the direct full mesh (``RunAlltoAllDirectFullmesh``)
+      moves per-peer blocks of buffer / (ranks x 2) (buffer / ranks where no peer's block passes
+      1 MiB) a step, each step a loop here.
+
+    Anything else (another product or algorithm, several servers, no buffer) keeps ``buffer_bytes``.
+
+    Examples
+    --------
+    >>> from hcsim.algorithms.registry import make_args
+    >>> a = make_args("allgather", 8, 2 << 30, servers=(8,))
+    >>> loop_buffer_bytes(a, 200 << 20, "910B", "mesh") // 8  # a rank's piece
+    209698816
+    >>> loop_buffer_bytes(a, 200 << 20, None, "mesh") == 200 << 20
+    True
+    """
+    if buffer_bytes is None or not one_server_mesh(product, algorithm, args.servers):
+        return buffer_bytes
+    p, b = args.p, int(buffer_bytes)
+    c = args.collective
+    if c == "allgather":
+        per_rank = (b - MESH_OPBASE_RESERVE_BYTES) // MESH_OPBASE_ALIGN_BYTES * MESH_OPBASE_ALIGN_BYTES
+        return p * per_rank if per_rank > 0 else buffer_bytes
+    if c in ("reducescatter", "allreduce") and inline_reduce:
+        return p * b
+    if c == "alltoall":
+        if args.nbytes <= b:
+            return max(b, args.nbytes)  # one pass
+        per_peer = b // (p * ALLTOALL_FULLMESH_SPLIT) if args.nbytes / p > ALLTOALL_FULLMESH_BIG_PEER_BYTES else b // p
+        return p * per_peer if per_peer > 0 else buffer_bytes
+    return buffer_bytes
 
 
 def piece_bytes(args: CollectiveArgs, buffer_bytes: int) -> int:

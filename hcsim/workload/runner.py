@@ -31,7 +31,7 @@ from ..dtypes import check_elements, check_supported, reduce_time_factor
 from ..engine.des import EngineConfig, Fabric, FlowSimulator, moved_bytes
 from ..engine.result import link_table
 from ..errors import ConfigError, WorkLimitError, bad_value, is_int
-from ..hccl.buffer import loop_pieces, looped
+from ..hccl.buffer import loop_buffer_bytes, loop_pieces, looped
 from ..hccl.selection import HcclConfig, select_algorithm
 from ..limits import (
     MAX_FLOW_UPDATES,
@@ -517,7 +517,8 @@ class _Job:
         if args.nbytes < min_size(op.collective, p):
             raise bad_value(f"op {op.name!r}: size_bytes", args.nbytes,
                             f"at least {min_size(op.collective, p)} bytes for {op.collective} on {p} ranks")
-        buffer = self.hccl.buffer_bytes if self.hccl is not None else None
+        buffer = loop_buffer_bytes(args, self.hccl.buffer_bytes if self.hccl is not None else None, self.topo.product,
+                                   spec.name, _reduces_inline(op.collective, self.topo.product, op.dtype, op.reduce_op))
         key = (spec.name, args, buffer)
         schedule = self._schedules.get(key)
         if schedule is None:
