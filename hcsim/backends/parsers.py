@@ -492,6 +492,50 @@ def format_nccl_tests_row(size, count, dtype, redop, root, halves) -> str:
     return out
 
 
+LAUNCHER_TAGS = (
+    ("open-mpi", re.compile(r"\[\d+,\d+\]<std(?:out|err)>: ?")),  # mpirun --tag-output: [1,0]<stdout>:
+    ("rank", re.compile(r"\[\d+\] ?")),  # MPICH / Intel MPI -prepend-rank (-l): [0]
+    ("slurm", re.compile(r" *\d+: ")),  # srun --label: 0: (padded to the widest rank)
+)
+"""Prefixes a job launcher puts before every line of a benchmark's output (name, pattern at a line's start)."""
+
+
+def strip_launcher_tags(text: str) -> tuple[str, str | None]:
+    """``text`` without the rank tags a job launcher put before its lines, and the tag's kind.
+
+    ``mpirun --tag-output`` (``[1,0]<stdout>:``), MPICH's and Intel MPI's ``-prepend-rank``
+    (``[0]``) and ``srun --label`` (``0: ``) tag every line a rank prints. A kind counts when it
+    starts at least half the non-blank lines (a user's own untagged lines above the output stay
+    as they are); it is then taken off every line it starts. With ``[0]`` tags, the same tag
+    written again inside a line (the launcher tags each write, and nccl-tests writes a row's
+    fields in several: ``-1[0]    1626.5``) goes too. Nothing else is touched (``[0x00]`` in
+    nccl-tests' device lines is not a tag), and a text without tags comes back as it was.
+
+    Examples
+    --------
+    >>> strip_launcher_tags("[0]   1048576  262144  float  sum  -1[0]  1626.5\n")[0].split()[:6]
+    ['1048576', '262144', 'float', 'sum', '-1', '1626.5']
+    >>> strip_launcher_tags("0: # OSU MPI Allreduce Latency Test\n0: 4   1.80\n")
+    ('# OSU MPI Allreduce Latency Test\n4   1.80\n', 'slurm')
+    """
+    lines = _lines(text)
+    filled = [line for line in lines if line.strip()]
+    for kind, tag in LAUNCHER_TAGS:
+        tagged = sum(1 for line in filled if tag.match(line))
+        if not filled or 2 * tagged < len(filled):
+            continue
+        out = []
+        for line in lines:
+            m = tag.match(line)
+            if m:
+                line = line[m.end():]
+                if kind == "rank":
+                    line = re.sub(r"\[\d+\]", " ", line)
+            out.append(line)
+        return "\n".join(out), kind
+    return text, None
+
+
 def _read_text(path) -> tuple[Path, str]:
     """The file's text, or one line saying why it is not a measured file."""
     if isinstance(path, bytes) or not isinstance(path, (str, os.PathLike)):
@@ -720,13 +764,16 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None,
         raise bad_value("ranks", ranks, f"an integer >= 2, at most {MAX_CALL_RANKS} (the ranks the measurement ran on)")
     ranks = None if ranks is None else int(ranks)
     path, text = _read_text(path)
+    text, _ = strip_launcher_tags(text)  # a launcher's rank tags before every line (mpirun --tag-output, srun -l)
     src = _Source(path)
     kind = detect_format(text)
     if columns is not None:
         if kind in ("hccl_test", "nccl-tests"):
             raise bad_value("columns", columns, f"only for CSV and whitespace tables; {str(path)!r} is {kind} "
                             "output, read as it is (leave columns out)")
-        df = parse_mapped(text, columns, collective, ranks, csv_like=kind != "table", source=src)
+        # no kind: rows holding a word (a data type, a name) are no OSU table, and are a CSV only with commas
+        csv_like = kind == "csv" or (kind is None and _rows_hold_commas(text))
+        df = parse_mapped(text, columns, collective, ranks, csv_like=csv_like, source=src)
         return src.warn(_only(df, path, collective))
     if kind == "hccl_test":
         return src.warn(_only(parse_hccl_test(text, collective, ranks, source=src), path, collective))
@@ -749,6 +796,16 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None,
     if df.empty:
         raise ConfigError(f"measured = {str(path)!r}: no rows left ({'; '.join(src.left_out[:3])})")
     return src.warn(df)
+
+
+def _rows_hold_commas(text: str) -> bool:
+    """Whether a line that starts with a number (a data row) holds a comma: a CSV's rows do, a
+    whitespace table's never."""
+    for line in _lines(text):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#") and _NUMBER.match(stripped):
+            return "," in stripped
+    return True  # no numeric row: read as a CSV, which says what is missing
 
 
 def _implied_columns(text, collective, src: _Source) -> str | None:
