@@ -716,7 +716,7 @@ def _parse_csv(text, path, collective, src: _Source) -> pd.DataFrame:
 
 def load_measured(path, collective: str | None = None, ranks: int | None = None, columns=None) -> pd.DataFrame:
     """Read a measured file: hccl_test output, nccl-tests (or rccl-tests) output, an OSU
-    collective latency table, a sweep-shaped CSV, a CSV with ``op, ranks, bytes, time_us``
+    collective latency table, Intel MPI Benchmarks (IMB-MPI1) output, a sweep-shaped CSV, a CSV with ``op, ranks, bytes, time_us``
     columns (as docs/data/published keeps them), or any CSV or whitespace table through a
     column mapping.
 
@@ -755,7 +755,7 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None,
     [['allreduce', 8.0, 1024, 5.5]]
     """
     from ..algorithms.registry import check_collective
-    from .readers import detect_format, parse_mapped, parse_osu
+    from .readers import detect_format, is_imb, parse_imb, parse_mapped, parse_osu
 
     if collective is not None:
         check_collective(collective)
@@ -779,6 +779,8 @@ def load_measured(path, collective: str | None = None, ranks: int | None = None,
         return src.warn(_only(parse_hccl_test(text, collective, ranks, source=src), path, collective))
     if kind == "nccl-tests":
         return src.warn(_only(parse_nccl_tests(text, collective, ranks, source=src), path, collective))
+    if kind in (None, "table") and is_imb(text):  # the Intel MPI Benchmarks' sections (a bad row: its own error)
+        return src.warn(_only(parse_imb(text, collective, ranks, source=src), path, collective))
     if kind == "table":
         return src.warn(_only(parse_osu(text, collective, ranks, source=src), path, collective))
     implied = _implied_columns(text, collective, src) if kind == "csv" else None

@@ -530,6 +530,120 @@ def parse_osu(text: str, collective: str | None = None, ranks: int | None = None
     return df
 
 
+IMB_OPS = {"allreduce": "allreduce", "allgather": "allgather", "allgatherv": "allgather", "alltoall": "alltoall",
+           "alltoallv": "alltoall", "bcast": "broadcast", "reduce": "reduce", "reduce_scatter": "reducescatter",
+           "gather": "gather", "gatherv": "gather", "scatter": "scatter", "scatterv": "scatter",
+           "sendrecv": "sendrecv"}
+"""IMB-MPI1's benchmarks (``# Benchmarking <Name>``, case-insensitive) as hcsim's collectives. IMB's
+v-variants run with equal counts, so they are their plain collectives; ``Sendrecv`` passes X bytes to
+the right neighbour while receiving from the left one, as nccl-tests' sendrecv. Others (PingPong,
+PingPing, Exchange, Uniband, Biband, Barrier, Reduce_scatter_block, the non-blocking IMB-NBC ones) are
+left out with a warning."""
+IMB_PER_RANK_SIZE = ("allgather", "alltoall", "gather", "scatter")
+"""Collectives whose IMB ``#bytes`` X is one process's part, not the whole buffer: Allgather, every process
+inputs X and receives X*np; Alltoall, X to and from each process (Intel MPI Benchmarks user guide, MPI-1
+benchmarks); Gather and Scatter, X per process. hcsim's size is then X x np."""
+_IMB_BENCH = re.compile(r"#\s*Benchmarking\s+(\S+)", re.I)
+_IMB_PROCS = re.compile(r"#\s*#processes\s*=\s*(\d+)", re.I)
+_IMB_HEADER = re.compile(r"#?\s*#bytes\b", re.I)
+
+
+def is_imb(text: str) -> bool:
+    """Whether a table is the Intel MPI Benchmarks' (IMB-MPI1): a ``# Benchmarking <Name>`` line and a
+    ``#bytes`` header."""
+    bench = header = False
+    for line in _lines(text):
+        stripped = line.strip()
+        bench = bench or bool(_IMB_BENCH.match(stripped))
+        header = header or bool(_IMB_HEADER.match(stripped))
+        if bench and header:
+            return True
+    return False
+
+
+def parse_imb(text: str, collective: str | None = None, ranks: int | None = None, *, source=None) -> pd.DataFrame:
+    """Rows of Intel MPI Benchmarks (IMB-MPI1) output: one section per benchmark and process count.
+
+    A section is ``# Benchmarking <Name>``, ``# #processes = N`` and a header ``#bytes #repetitions
+    t_min[usec] t_max[usec] t_avg[usec]`` over its rows; a row's time is ``t_avg[usec]``, the mean
+    over the processes, as OSU's average latency. IMB runs each benchmark at several process
+    counts by default (2, 4, ... up to the job's), so a file holds several: every section's rows are
+    kept, each with its own rank count, unless ``ranks`` picks one; ``collective`` keeps one
+    benchmark (:data:`IMB_OPS`). Sizes of :data:`IMB_PER_RANK_SIZE` are multiplied by the section's
+    process count. Zero-byte rows and benchmarks that are no collective hcsim simulates are left
+    out with a warning.
+
+    Examples
+    --------
+    >>> text = ("# Benchmarking Allgather\n# #processes = 4\n"
+    ...         "#bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]\n8 1000 2.0 2.4 2.2\n")
+    >>> parse_imb(text)[["collective", "ranks", "size_bytes", "time_us"]].values.tolist()
+    [['allgather', 4.0, 32, 2.2]]
+    """
+    ranks = _check_arguments(text, collective, ranks, "imb")
+    src = source if isinstance(source, _Source) else _Source(source)
+    bench = procs = header = None
+    header_line = 0
+    seen_ops, seen_ranks, out = set(), set(), []
+    for number, line in enumerate(_lines(text), 1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        m = _IMB_BENCH.match(stripped)
+        if m:
+            bench, procs, header = m.group(1), None, None
+            continue
+        m = _IMB_PROCS.match(stripped)
+        if m:
+            procs = int(m.group(1))
+            continue
+        if _IMB_HEADER.match(stripped):
+            header, header_line = [c.lstrip("#").lower() for c in stripped.split()], number
+            continue
+        if stripped.startswith("#") or not _NUMBER.match(stripped.split()[0]):
+            continue
+        cells = stripped.split()
+        if bench is None or header is None:
+            src.leave_out(number, "a row outside an IMB section (no '# Benchmarking' and '#bytes' header above)")
+            continue
+        op = IMB_OPS.get(bench.lower())
+        if op is None:
+            src.leave_out(number, f"IMB {bench}: not a collective hcsim simulates")
+            continue
+        seen_ops.add(op)
+        if collective is not None and op != collective:
+            continue
+        if procs is None:
+            raise ConfigError(f"{src.at(number)}: IMB {bench} with no '# #processes = N' line above its rows")
+        where = src.at(number)
+        if procs < 2:
+            raise bad_value(f"{where} (#processes)", procs, RANKS_ALLOWED)
+        seen_ranks.add(procs)
+        if ranks is not None and procs != ranks:
+            continue
+        if len(cells) != len(header):
+            raise ConfigError(f"{where}: {len(cells)} fields; the header (line {header_line}) has {len(header)} "
+                              "(a truncated or ragged row)")
+        if "t_avg[usec]" not in header:
+            raise ConfigError(f"{src.at(header_line)}: IMB {bench}'s header has no t_avg[usec] column")
+        t_col = header.index("t_avg[usec]")
+        size = _size(cells[0], src.at(number, 1, "#bytes"))
+        if size == 0:
+            src.leave_out(number, "0 bytes")
+            continue
+        t = _check_converted(_time(cells[t_col], src.at(number, t_col + 1, "t_avg[usec]")),
+                             src.at(number, t_col + 1, "t_avg[usec]"), cells[t_col])
+        out.append({"collective": op, "ranks": procs, "time_us": t,
+                    "size_bytes": size * procs if op in IMB_PER_RANK_SIZE else size})
+    if collective is not None and collective not in seen_ops:
+        raise ConfigError(f"op = {shown(collective)}: the IMB file has no such benchmark (it has "
+                          f"{', '.join(sorted(seen_ops)) or 'none hcsim simulates'})")
+    if ranks is not None and ranks not in seen_ranks:
+        raise ConfigError(f"ranks = {ranks}: the IMB file has no section of that many processes (it has "
+                          f"{', '.join(map(str, sorted(seen_ranks))) or 'none'})")
+    return _rows_frame(out, collective, ranks, "imb", src)
+
+
 def _check_converted(t: float, where: str, cell: str) -> float:
     if not (math.isfinite(t) and t >= MIN_TIME_US):
         raise bad_value(where, cell, f"a time that is finite and at least {MIN_TIME_US:g} us once converted")
