@@ -931,7 +931,9 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
         ``(min, max)`` multiplies by ``factor`` from min up to max (as nccl-tests' -b/-e/-f);
         a list gives the sizes themselves.
     algorithms : list, optional
-        Names or callables; default every algorithm registered for the collective.
+        Names or callables; default every algorithm registered for the collective that the
+        ranks can run (an in-network one, NVLS, only where they share a switch that reduces
+        ``dtype`` with ``reduce_op`` in the network).
     client : dask.distributed.Client, optional
         Run the points on a Dask cluster (:func:`hcsim.parallel.dask_client`), one task per
         (size, algorithm); the table is the same as without one. Algorithms are sent by name
@@ -963,8 +965,10 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     topo = load_topology(topology)
     with topo.unchanged():  # the graph is checked once, not at every point
         size_list = resolve_sizes(sizes, factor)
-        if algorithms is None:
-            algorithms = algorithms_for(collective)
+        if algorithms is None:  # every registered one the ranks can run: in-network ones only beside their switch
+            switch = shares_in_network_switch(topo, topo.resolve_ranks(kwargs.get("ranks")), kwargs.get("dtype"),
+                                              kwargs.get("reduce_op", "sum"))
+            algorithms = [a for a in algorithms_for(collective) if switch or not get_algorithm(collective, a).in_network]
         elif isinstance(algorithms, str) or callable(algorithms):
             algorithms = [algorithms]
         elif not isinstance(algorithms, (list, tuple)) or not algorithms:

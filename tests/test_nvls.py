@@ -292,3 +292,21 @@ def test_the_chunk_cost_follows_nccls_chunk_sizes():
     # the rate ratios it was measured and checked on (docs/validation.md change 46)
     assert 1 / chunk_factor(512 << 20, 8) == pytest.approx(256.9 / 274.3, abs=0.002)
     assert 1 / chunk_factor(32 << 20, 8) * 274.3 == pytest.approx(228, abs=1)
+
+
+def test_a_sweep_of_every_algorithm_races_nvls_only_beside_its_switch():
+    """sweep()'s default list (every registered algorithm) left NVLS in on topologies without an
+    in-network switch, so a sweep of every allreduce algorithm on an Ascend server raised."""
+    import hcsim
+    from hcsim.topology.builders import single_switch
+
+    for mode in ("analytical", "des"):
+        plain = hcsim.sweep("atlas800t-a2", "allreduce", sizes=("1K", "4K"), mode=mode)
+        assert "nvls" not in set(plain["algorithm"]) and plain["time_us"].notna().all()
+        sharp = hcsim.sweep(single_switch(8, 450e9, in_network_efficiency=0.85), "allreduce", sizes=("1M", "2M"),
+                            mode=mode)
+        assert "nvls" in set(sharp["algorithm"])
+    # a type the switch does not reduce: not raced there either
+    df = hcsim.sweep(single_switch(8, 450e9, in_network_efficiency=0.85), "allreduce", sizes=("1M", "2M"),
+                     mode="analytical", dtype="int8")
+    assert "nvls" not in set(df["algorithm"])
