@@ -334,6 +334,8 @@ def simulate(topology, collective: str, size=None, algorithm=None, *, ranks=None
         key = (spec, collective, args.p, servers, pods, root,
                None if send_matrix is None else np.asarray(args.send_matrix, dtype=np.int64).tobytes())
         first = pieces[0][0]
+        if spec.shape is not None:  # its rank pairs are the same at every size of one shape
+            key = key + (spec.shape(first),)
         abg = _analytical_parameters(topo, rank_nodes, spec, key,
                                      (lambda: run_builder(spec, first)) if lazy else schedules[0][0], routing, ecmp_seed,
                                      cfg.step_overhead_s, qps, cfg.inline_reduce, cfg.reduce_time_factor,
@@ -1061,8 +1063,14 @@ class _Delegate(Exception):
 def _builtin(spec: AlgorithmSpec) -> bool:
     """Whether ``spec`` is hcsim's own (registered or composed by name), whose schedules'
     structure is known not to depend on the size (no ``shape``)."""
+    return spec.shape is None and _own(spec)
+
+
+def _own(spec: AlgorithmSpec) -> bool:
+    """Whether ``spec`` is hcsim's own (registered or composed by name): its schedules' structure
+    is the same at every size, or at every size of one ``shape`` (tests/test_analytical_fast.py)."""
     try:
-        return not spec.user and spec.shape is None and get_algorithm(spec.collective, spec.name) is spec
+        return not spec.user and get_algorithm(spec.collective, spec.name) is spec
     except Exception:
         return False
 
@@ -1126,19 +1134,39 @@ class _SpecPlan:
                     o["step_overhead_s"], o["launch_overhead_s"], o["record"], o["verify"], o["hccl"], o["qps"],
                     o["max_transfers"], o["max_flow_updates"])
         spec = get_algorithm(ctx.collective, algorithm)
-        if not _builtin(spec) or spec.cost is None or (spec.levels > 1 and not ctx.servers) or ctx.p > MAX_CALL_RANKS:
+        if not _own(spec) or spec.cost is None or (spec.levels > 1 and not ctx.servers) or ctx.p > MAX_CALL_RANKS:
             raise _Delegate
         self.ctx, self.spec = ctx, spec
         self.first = make_args(ctx.collective, ctx.p, min_size(ctx.collective, ctx.p), ctx.root, ctx.servers, ctx.pods,
                                ctx.matrix)  # the call's own checks, once
         self.work = None  # None: not prepared; False: preparing failed (simulate() answers)
         self.abg = None
+        self.shapes: dict = {}  # an algorithm with a shape: shape -> (work, abg), or False where preparing failed
 
-    def _prepare(self, first) -> None:
+    def _shaped(self, piece):
+        """(work, path parameters) of the structure ``piece`` has, for an algorithm with a shape
+        (its structure is the same at every size of one shape), prepared once per shape; None where
+        preparing it failed (simulate() answers, and raises what it raises)."""
+        shape = self.spec.shape(piece)
+        got = self.shapes.get(shape)
+        if got is None:
+            try:
+                self._prepare(piece, shape)
+                got = (self.work, self.abg)
+            except Exception:
+                got = False
+            self.work, self.abg = None, None
+            self.shapes[shape] = got
+        return got or None
+
+    def _prepare(self, first, shape=None) -> None:
         """Transfers, verification and path parameters, from one schedule, built only when the
-        caches do not hold them (they do not depend on the size: tests/test_analytical_fast.py)."""
+        caches do not hold them (they do not depend on the size, or, for an algorithm with a shape,
+        on the size within one shape: tests/test_analytical_fast.py)."""
         ctx, spec, o = self.ctx, self.spec, self.ctx.o
         key = (spec, ctx.collective, ctx.p, ctx.servers, ctx.pods, ctx.root, ctx.matrix_key)
+        if spec.shape is not None:
+            key = key + (shape,)
         built = []
 
         def schedule():
@@ -1206,6 +1234,8 @@ class _SpecPlan:
                 else:  # loop_pieces, without a dict comprehension per size
                     full, rest = divmod(a.nbytes, piece)
                     loops[k] = (i, a, {x: c for x, c in ((piece, full), (rest, 1)) if c and x})
+        if self.spec.shape is not None:
+            return self._shaped_times(loops, out)
         if self.work is None:
             i, a, pieces = loops[0]
             try:
@@ -1230,12 +1260,31 @@ class _SpecPlan:
             out[i] = (ctx.call_time(launch, total), a.nbytes)
         return out
 
+    def _shaped_times(self, loops, out) -> list:
+        """:meth:`times` for an algorithm whose structure follows the size through its shape (the
+        pipelined chain's segment count): as simulate() prices it, every distinct piece's schedule
+        counted against the transfer bound and the first piece's path parameters for all, each
+        shape's prepared once."""
+        ctx, o, cost = self.ctx, self.ctx.o, self.spec.cost
+        limit, launch = o["max_transfers"], ctx.launch_s
+        for i, a, pieces in loops:
+            args = [a if nb == a.nbytes else dataclasses.replace(a, nbytes=nb) for nb in pieces]
+            prepared = [self._shaped(x) for x in args]
+            if any(x is None for x in prepared):
+                continue  # simulate() answers (and raises what it raises)
+            if sum(w["estimate"] for w, _ in prepared) > limit or sum(w["transfers"] for w, _ in prepared) > limit:
+                continue  # refused: simulate() says by how much
+            abg = prepared[0][1]
+            total = sum(count * cost(x, abg) for x, count in zip(args, pieces.values(), strict=True))
+            out[i] = (ctx.call_time(launch, total), a.nbytes)
+        return out
+
 
 def _analytical_parameters(topo, rank_nodes, spec, key, schedule, routing, seed, step_s, qps, inline_ok, factor,
                            net=None, max_work=None):
     """Path parameters of ``spec``'s schedule, cached (:func:`hcsim.analytical.cached_path_parameters`)
     for hcsim's own algorithms, read off ``schedule`` (a Schedule or a builder) otherwise."""
-    if _builtin(spec):
+    if _own(spec):  # (an algorithm with a shape has it in ``key``)
         return cached_path_parameters(topo, rank_nodes, key, schedule, routing, seed, step_s, spec.levels, qps,
                                       inline_reduce=inline_ok, reduce_time_factor=factor, net=net, max_work=max_work)
     return path_parameters(topo, rank_nodes, schedule() if callable(schedule) else schedule, routing, seed, step_s,

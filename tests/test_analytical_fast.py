@@ -198,25 +198,36 @@ def test_path_parameters_cache_follows_the_topology():
     assert again.beta_s_per_B == pytest.approx(4 * first.beta_s_per_B)
 
 
-def test_an_algorithm_with_a_shape_is_priced_by_simulate_point_by_point(monkeypatch):
-    """The pipelined chain's segment count follows the size: the fast path leaves its points to simulate()."""
+def test_an_algorithm_with_a_shape_is_priced_once_per_shape_as_simulate_prices_it(monkeypatch):
+    """The pipelined chain's segment count follows the size: the fast path prepares each shape once
+    (its schedule built, counted and verified, its path parameters cached with the shape in the
+    key) and prices every size with the closed form, value for value as simulate() does, which it
+    no longer calls (before, each point was simulated: 50 times slower, docs/performance.md)."""
     from hcsim import api
 
-    calls = []
-    real = api.simulate
+    # shapes 1, 1, 16, 16; 1 GiB: five 200 MiB CCL-buffer pieces (1,024 segments) and 24 MiB (384); 5 GiB: 1,024
+    sizes = [8, 100_000, 1 << 20, (1 << 20) + 7, 1 << 30, 5 << 30]
+    topo = load_topology("atlas800t-a2")
+    want = {c: [hcsim.simulate(topo, c, n, "chain", mode="analytical").time_us for n in sizes]
+            for c in ("broadcast", "reduce")}
+    built = []
+    real = api._SpecPlan._prepare
 
-    @functools.wraps(api.simulate)
-    def counting(*args, **kwargs):
-        calls.append(args[1:4])
-        return real(*args, **kwargs)
+    def counting(self, first, shape=None):
+        built.append((self.spec.collective, shape))
+        return real(self, first, shape)
 
-    monkeypatch.setattr(api, "simulate", counting)
-    sizes = [8, 1 << 20, 1 << 30]
-    df = hcsim.sweep("atlas800t-a2", "broadcast", sizes=sizes, algorithms=["chain"], mode="analytical")
-    assert len(calls) == len(sizes)
-    monkeypatch.setattr(api, "simulate", real)
-    want = [hcsim.simulate("atlas800t-a2", "broadcast", n, "chain", mode="analytical").time_us for n in sizes]
-    assert df["time_us"].tolist() == want
+    @functools.wraps(api.simulate)  # sweep checks its options against simulate's signature
+    def fail(*args, **kwargs):
+        raise AssertionError(f"simulate called for {args[1:4]}")
+
+    monkeypatch.setattr(api, "simulate", fail)
+    monkeypatch.setattr(api._SpecPlan, "_prepare", counting)
+    for c in ("broadcast", "reduce"):
+        df = hcsim.sweep(topo, c, sizes=sizes, algorithms=["chain"], mode="analytical")
+        assert df["time_us"].tolist() == want[c]
+    # one preparation per shape the pieces have, not one per size
+    assert sorted(built) == sorted((c, k) for c in ("broadcast", "reduce") for k in {1, 16, 384, 1024})
 
 
 def test_fast_path_does_not_call_simulate(monkeypatch):
@@ -233,9 +244,9 @@ def test_fast_path_does_not_call_simulate(monkeypatch):
     monkeypatch.setattr(api, "simulate", fail)
     monkeypatch.setattr(hcsim.study, "simulate", fail)
     for coll in COLLECTIVES:
-        # every algorithm whose structure does not depend on the size (the chain's does: its spec's shape)
+        # every algorithm the server can run (the chain too: its shapes are prepared once each)
         hcsim.sweep("atlas800t-a2", coll, sizes=SIZES, mode="analytical",
-                    algorithms=[a for a, spec in REGISTRY[coll].items() if spec.shape is None])
+                    algorithms=[a for a, spec in REGISTRY[coll].items() if not spec.in_network])
         algos = [a for a in candidates(coll, servers, pods, pod.product) if get_algorithm(coll, a).cost]
         if algos:  # (hierarchical alltoallv has no closed form)
             hcsim.sweep(pod, coll, sizes=SIZES, algorithms=algos + ["auto"], mode="analytical")

@@ -20,10 +20,10 @@ alike, the crossover message regimes are built on (:func:`hcsim.calibrate.nccl_p
 the chain's protocol size is therefore n // (p - 1).
 
 Segments: ``k = min(max(1, n // MIN_SEGMENT_BYTES), MAX_SEGMENTS)``, equal to a byte. The
-schedule's structure depends on the size through k (its spec's ``shape``), so a sweep prices each
-point by simulating it rather than through the analytical fast path (which also builds the schedule,
-so on thousands of ranks the analytical mode meets the work bound as the event-driven one does), and
-it cannot be a level of a composed algorithm (a level is built once, at one size). The chain
+schedule's structure depends on the size through k (its spec's ``shape``), so a sweep's analytical
+fast path prepares it once per shape (its schedule built, counted and verified, its path parameters
+cached with the shape; on thousands of ranks the analytical mode meets the work bound as the
+event-driven one does), and it cannot be a level of a composed algorithm (a level is built once, at one size). The chain
 costs the transfer time of the whole buffer plus the fill, (p-2) segments' time: with 1,024
 segments at most (p-2)/1,024 of the transfer time (0.6% on 8 ranks).
 

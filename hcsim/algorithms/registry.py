@@ -40,8 +40,9 @@ class AlgorithmSpec:
         ``shape(args) -> hashable``: what of the call's size decides the schedule's structure (its
         steps, rank pairs and chunk ranges), for an algorithm whose structure depends on the size
         (the pipelined chain's segment count); None (default): the structure is the same at every
-        size, which the analytical fast path and the work probes rely on. With a shape, a sweep
-        prices each point through :func:`hcsim.simulate` and the probes are kept per shape.
+        size, which the analytical fast path and the work probes rely on. With a shape, the fast
+        path, the path-parameter cache and the probes are kept per shape: the structure must be
+        the same at every size of one shape (tests/test_analytical_fast.py).
     in_network : bool
         The algorithm runs through a switch that reduces and multicasts in the network
         (:attr:`hcsim.algorithms.schedule.Schedule.in_network`): ``"best"`` races it only where
