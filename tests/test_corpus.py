@@ -23,6 +23,8 @@ def data_lines(text: str) -> list[list[str]]:
     """Lines that are not comments or blank, split at commas or whitespace (no reader code)."""
     out = []
     for line in text.splitlines():
+        if line.startswith("0: "):  # srun --label's tag before every line of a Slurm job's output
+            line = line[3:]
         if line.strip() and not line.lstrip().startswith("#"):
             out.append([c.strip() for c in line.split(",")] if "," in line else line.split())
     return out
