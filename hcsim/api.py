@@ -968,8 +968,10 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     with topo.unchanged():  # the graph is checked once, not at every point
         size_list = resolve_sizes(sizes, factor)
         if algorithms is None:  # every registered one the ranks can run: in-network ones only beside their switch
-            switch = shares_in_network_switch(topo, topo.resolve_ranks(kwargs.get("ranks")), kwargs.get("dtype"),
-                                              kwargs.get("reduce_op", "sum"))
+            dtype = kwargs.get("dtype")
+            switch = shares_in_network_switch(topo, topo.resolve_ranks(kwargs.get("ranks")),
+                                              None if dtype is None else parse_dtype(dtype),
+                                              parse_reduce_op(kwargs.get("reduce_op", "sum")))
             algorithms = [a for a in algorithms_for(collective) if switch or not get_algorithm(collective, a).in_network]
         elif isinstance(algorithms, str) or callable(algorithms):
             algorithms = [algorithms]
@@ -1136,6 +1138,13 @@ class _SpecPlan:
         spec = get_algorithm(ctx.collective, algorithm)
         if not _own(spec) or spec.cost is None or (spec.levels > 1 and not ctx.servers) or ctx.p > MAX_CALL_RANKS:
             raise _Delegate
+        if spec.in_network:  # the switch reduces only some types and operations: simulate() says which
+            from .algorithms.nvls import check_reduction
+
+            try:
+                check_reduction(ctx.dtype, ctx.reduce_op)
+            except ConfigError:
+                raise _Delegate from None
         self.ctx, self.spec = ctx, spec
         self.first = make_args(ctx.collective, ctx.p, min_size(ctx.collective, ctx.p), ctx.root, ctx.servers, ctx.pods,
                                ctx.matrix)  # the call's own checks, once

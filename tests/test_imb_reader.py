@@ -132,3 +132,14 @@ def test_imb_under_a_launchers_tags(tmp_path):
     tagged = "".join("[0] " + line + "\n" for line in (HEAD + ALLREDUCE).splitlines())
     with pytest.warns(UserWarning):
         assert rows(read(tmp_path, tagged, ranks=2)) == [["allreduce", 2, 4, 1.06], ["allreduce", 2, 1024, 2.32]]
+
+
+def test_one_process_sections_and_barrier_rows_are_left_out_with_their_reason(tmp_path):
+    one = ("# Benchmarking Allreduce\n# #processes = 1\n#bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]\n"
+           "4 1000 0.1 0.1 0.1\n")
+    barrier = "# Benchmarking Barrier\n# #processes = 4\n #repetitions t_min[usec] t_max[usec] t_avg[usec]\n 1000 3.0 3.5 3.2\n"
+    with pytest.warns(UserWarning) as w:
+        df = read(tmp_path, one + ALLREDUCE + barrier, ranks=4)
+    assert rows(df) == [["allreduce", 4, 4, 2.50], ["allreduce", 4, 1024, 4.80]]
+    said = str(w[0].message)
+    assert "IMB Allreduce on 1 process" in said and "IMB Barrier: not a collective hcsim simulates" in said

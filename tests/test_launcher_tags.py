@@ -76,3 +76,13 @@ def test_a_whitespace_table_with_a_word_column_through_a_mapping(tmp_path):
     # without a mapping it is still refused in one line (which columns to take is the user's to say)
     with pytest.raises(ConfigError, match="columns="):
         read(tmp_path, text, collective="allreduce", ranks=2)
+
+
+def test_an_error_in_tagged_output_names_the_files_own_line(tmp_path):
+    bad = NCCL.replace("35.15", "35.1x")
+    tagged = "".join("[1,0]<stdout>: " + line + "\n" for line in bad.splitlines())
+    line = next(i for i, x in enumerate(tagged.splitlines(), 1) if "35.1x" in x)
+    # the column counts from after the tag (docs: strip_launcher_tags)
+    column = bad.splitlines()[line - 1].index("35.1x") + 1
+    with pytest.raises(ConfigError, match=rf"line {line}, column {column}\b.*35\.1x"):
+        read(tmp_path, tagged, collective="allreduce")

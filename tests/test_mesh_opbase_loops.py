@@ -91,3 +91,21 @@ def test_a_jobs_collective_runs_the_same_loops_as_simulate():
     alone = hcsim.simulate(topo, "allgather", n, "mesh", mode="des", verify=False)
     assert alone.config["buffer_loops"] == 2
     assert job.step_time_s == pytest.approx(alone.time_s, rel=1e-9)
+
+
+def test_one_pass_alltoall_when_ranks_do_not_divide_the_buffer():
+    # review: max(B, n) rounded down by piece_bytes left a 1-2 byte second loop
+    topo = atlas800t_a2()
+    r = hcsim.simulate(topo, "alltoall", B, "mesh", ranks=[0, 1, 2], mode="analytical")
+    assert r.config["buffer_loops"] == 1
+    a = make_args("alltoall", 8, 1001, servers=(8,))
+    assert sum(loop_pieces(a, loop_buffer_bytes(a, 1001, "910B", "mesh")).values()) == 1
+
+
+def test_a_tiny_buffer_never_gives_a_rank_less_than_buffer_over_ranks():
+    # the 16 KiB reserve on a buffer barely above it left 128 bytes a rank (1,024 loops for 1 MiB, where a smaller
+    # buffer made 65): the buffer / ranks rule stands there
+    for b in (16511, 16512, 20000):
+        a = make_args("allgather", 8, 1 << 20, servers=(8,))
+        n = sum(loop_pieces(a, loop_buffer_bytes(a, b, "910B", "mesh")).values())
+        assert n <= math.ceil((1 << 20) / (b - b % 8)), b

@@ -310,3 +310,20 @@ def test_a_sweep_of_every_algorithm_races_nvls_only_beside_its_switch():
     df = hcsim.sweep(single_switch(8, 450e9, in_network_efficiency=0.85), "allreduce", sizes=("1M", "2M"),
                      mode="analytical", dtype="int8")
     assert "nvls" not in set(df["algorithm"])
+
+
+def test_sweep_refuses_nvls_where_simulate_does_and_reads_type_spellings():
+    """Review: the analytical fast path priced NVLS for a type the switch does not reduce (simulate() refuses it),
+    and the default list compared the type's spelling literally."""
+    import hcsim
+    from hcsim.errors import ConfigError
+    from hcsim.topology.builders import single_switch
+
+    t = single_switch(8, 450e9, in_network_efficiency=0.85)
+    for kw in (dict(dtype="int8"), dict(reduce_op="prod"), dict(dtype="fp32", reduce_op="max")):
+        with pytest.raises(ConfigError):
+            hcsim.simulate(t, "allreduce", 1 << 20, "nvls", mode="analytical", **kw)
+        with pytest.raises(ConfigError):
+            hcsim.sweep(t, "allreduce", ["1M", "2M"], algorithms=["nvls"], mode="analytical", **kw)
+    for kw in (dict(dtype="float16"), dict(dtype="FP16"), dict(reduce_op="SUM"), dict(dtype="bfloat16", reduce_op="Max")):
+        assert "nvls" in set(hcsim.sweep(t, "allreduce", ("1M", "2M"), mode="analytical", **kw)["algorithm"]), kw

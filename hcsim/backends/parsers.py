@@ -509,14 +509,15 @@ def strip_launcher_tags(text: str) -> tuple[str, str | None]:
     as they are); it is then taken off every line it starts. With ``[0]`` tags, the same tag
     written again inside a line (the launcher tags each write, and nccl-tests writes a row's
     fields in several: ``-1[0]    1626.5``) goes too. Nothing else is touched (``[0x00]`` in
-    nccl-tests' device lines is not a tag), and a text without tags comes back as it was.
+    nccl-tests' device lines is not a tag), and a text without tags comes back as it was. Lines keep their
+    numbers, so an error names the file's own line; its column counts from after the tag.
 
     Examples
     --------
-    >>> strip_launcher_tags("[0]   1048576  262144  float  sum  -1[0]  1626.5\n")[0].split()[:6]
+    >>> strip_launcher_tags("[0]   1048576  262144  float  sum  -1[0]  1626.5\\n")[0].split()[:6]
     ['1048576', '262144', 'float', 'sum', '-1', '1626.5']
-    >>> strip_launcher_tags("0: # OSU MPI Allreduce Latency Test\n0: 4   1.80\n")
-    ('# OSU MPI Allreduce Latency Test\n4   1.80\n', 'slurm')
+    >>> strip_launcher_tags("0: # OSU MPI Allreduce Latency Test\\n0: 4   1.80\\n")
+    ('# OSU MPI Allreduce Latency Test\\n4   1.80\\n', 'slurm')
     """
     lines = _lines(text)
     filled = [line for line in lines if line.strip()]
@@ -527,7 +528,7 @@ def strip_launcher_tags(text: str) -> tuple[str, str | None]:
         out = []
         for line in lines:
             m = tag.match(line)
-            if m:
+            if m:  # cut (the readers anchor '#  Rank' and the rest at a line's start)
                 line = line[m.end():]
                 if kind == "rank":
                     line = re.sub(r"\[\d+\]", " ", line)

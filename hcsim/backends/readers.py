@@ -25,7 +25,7 @@ import pandas as pd
 
 from ..algorithms.schedule import BUSBW_FACTOR, COLLECTIVES
 from ..errors import ConfigError, WorkLimitError, bad_value, shown, unknown_name
-from ..limits import MAX_SWEEP_SIZES
+from ..limits import MAX_CALL_RANKS, MAX_SWEEP_SIZES
 from .parsers import (
     COLUMNS,
     MIN_TIME_US,
@@ -575,8 +575,8 @@ def parse_imb(text: str, collective: str | None = None, ranks: int | None = None
 
     Examples
     --------
-    >>> text = ("# Benchmarking Allgather\n# #processes = 4\n"
-    ...         "#bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]\n8 1000 2.0 2.4 2.2\n")
+    >>> text = ("# Benchmarking Allgather\\n# #processes = 4\\n"
+    ...         "#bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]\\n8 1000 2.0 2.4 2.2\\n")
     >>> parse_imb(text)[["collective", "ranks", "size_bytes", "time_us"]].values.tolist()
     [['allgather', 4.0, 32, 2.2]]
     """
@@ -603,12 +603,15 @@ def parse_imb(text: str, collective: str | None = None, ranks: int | None = None
         if stripped.startswith("#") or not _NUMBER.match(stripped.split()[0]):
             continue
         cells = stripped.split()
-        if bench is None or header is None:
-            src.leave_out(number, "a row outside an IMB section (no '# Benchmarking' and '#bytes' header above)")
+        if bench is None:
+            src.leave_out(number, "a row outside an IMB section (no '# Benchmarking' line above)")
             continue
         op = IMB_OPS.get(bench.lower())
         if op is None:
             src.leave_out(number, f"IMB {bench}: not a collective hcsim simulates")
+            continue
+        if header is None:
+            src.leave_out(number, f"IMB {bench}: a row with no '#bytes' header above it in its section")
             continue
         seen_ops.add(op)
         if collective is not None and op != collective:
@@ -616,7 +619,10 @@ def parse_imb(text: str, collective: str | None = None, ranks: int | None = None
         if procs is None:
             raise ConfigError(f"{src.at(number)}: IMB {bench} with no '# #processes = N' line above its rows")
         where = src.at(number)
-        if procs < 2:
+        if procs < 2:  # IMB run with -npmin 1 times its collectives on one process too: no communication
+            src.leave_out(number, f"IMB {bench} on {procs} process")
+            continue
+        if procs > MAX_CALL_RANKS:
             raise bad_value(f"{where} (#processes)", procs, RANKS_ALLOWED)
         seen_ranks.add(procs)
         if ranks is not None and procs != ranks:

@@ -77,7 +77,8 @@ def loop_buffer_bytes(args: CollectiveArgs, buffer_bytes: int | None, product: s
       moves per-peer blocks of buffer / (ranks x 2) (buffer / ranks where no peer's block passes
       1 MiB) a step, each step a loop here.
 
-    Anything else (another product or algorithm, several servers, no buffer) keeps ``buffer_bytes``.
+    Anything else (another product or algorithm, several servers, no buffer), and an AllGather buffer so
+    small that its reserve would leave a rank less than buffer / ranks, keeps ``buffer_bytes``.
 
     Examples
     --------
@@ -94,12 +95,14 @@ def loop_buffer_bytes(args: CollectiveArgs, buffer_bytes: int | None, product: s
     c = args.collective
     if c == "allgather":
         per_rank = (b - MESH_OPBASE_RESERVE_BYTES) // MESH_OPBASE_ALIGN_BYTES * MESH_OPBASE_ALIGN_BYTES
-        return p * per_rank if per_rank > 0 else buffer_bytes
+        # a buffer too small for the reserve: the executor's own rule has nothing to loop over, so the
+        # buffer / ranks rule stands (it never gives a rank less than that)
+        return p * per_rank if per_rank >= b // p else buffer_bytes
     if c in ("reducescatter", "allreduce") and inline_reduce:
         return p * b
     if c == "alltoall":
         if args.nbytes <= b:
-            return max(b, args.nbytes)  # one pass
+            return -(-max(b, args.nbytes) // p) * p  # one pass (a multiple of p: piece_bytes keeps it whole)
         per_peer = b // (p * ALLTOALL_FULLMESH_SPLIT) if args.nbytes / p > ALLTOALL_FULLMESH_BIG_PEER_BYTES else b // p
         return p * per_peer if per_peer > 0 else buffer_bytes
     return buffer_bytes
