@@ -134,12 +134,13 @@ def test_open_mpi_systems_rows_run_open_mpis_choice():
     assert pick[("allgather", 262144)] == "hd" and pick[("allgather", 524288)] == "ring"
     assert pick[("alltoall", 16384)] == "bruck" and pick[("alltoall", 32768)] == "mesh"
     assert pick[("alltoall", 4 << 20)] == "pairwise" and "ne" not in set(same.algorithm)
-    # a transport with no known rule (NCCL) keeps HCCL's choice
+    # NCCL across nodes: its allreduce runs the two-level pipeline standing in for its tree (change 50), where HCCL's
+    # choice is its mesh/ring phases one after another
     from hcsim.corpus import _selected, rccl_msccl_rule
 
     a3 = next(s for s in load_corpus() if "A3 Mega" in s["system"])
-    assert library_algorithms(a3["measured"], a3["topology"], a3["transport"]).algorithm.tolist() == \
-        _selected(a3["measured"], a3["topology"]).algorithm.tolist()
+    assert set(library_algorithms(a3["measured"], a3["topology"], a3["transport"]).algorithm) == {"pipeline"}
+    assert set(_selected(a3["measured"], a3["topology"]).algorithm) == {"mesh/ring"}
     # RCCL's rows run what RCCL runs (change 22: MSCCL's all-pairs, RCCL's own ring below 256 elements)
     mi = next(s for s in load_corpus() if "MI300X" in s["system"])
     ran = library_algorithms(mi["measured"], mi["topology"], mi["transport"])
