@@ -1062,12 +1062,6 @@ class _Delegate(Exception):
     """The fast path leaves this point (or algorithm) to :func:`simulate`."""
 
 
-def _builtin(spec: AlgorithmSpec) -> bool:
-    """Whether ``spec`` is hcsim's own (registered or composed by name), whose schedules'
-    structure is known not to depend on the size (no ``shape``)."""
-    return spec.shape is None and _own(spec)
-
-
 def _own(spec: AlgorithmSpec) -> bool:
     """Whether ``spec`` is hcsim's own (registered or composed by name): its schedules' structure
     is the same at every size, or at every size of one ``shape`` (tests/test_analytical_fast.py)."""
@@ -1160,18 +1154,17 @@ class _SpecPlan:
         got = self.shapes.get(shape)
         if got is None:
             try:
-                self._prepare(piece, shape)
-                got = (self.work, self.abg)
+                got = self._prepare(piece, shape)
             except Exception:
                 got = False
-            self.work, self.abg = None, None
             self.shapes[shape] = got
         return got or None
 
-    def _prepare(self, first, shape=None) -> None:
-        """Transfers, verification and path parameters, from one schedule, built only when the
-        caches do not hold them (they do not depend on the size, or, for an algorithm with a shape,
-        on the size within one shape: tests/test_analytical_fast.py)."""
+    def _prepare(self, first, shape=None) -> tuple:
+        """(work, path parameters): transfers, verification and path parameters, from one schedule,
+        built only when the caches do not hold them (they do not depend on the size, or, for an
+        algorithm with a shape, on the size within one shape: tests/test_analytical_fast.py); the
+        path parameters are None where every size is refused before it is built."""
         ctx, spec, o = self.ctx, self.spec, self.ctx.o
         key = (spec, ctx.collective, ctx.p, ctx.servers, ctx.pods, ctx.root, ctx.matrix_key)
         if spec.shape is not None:
@@ -1189,8 +1182,7 @@ class _SpecPlan:
                         if ctx.p > PROBE_RANKS and (first.send_matrix is None or ctx.collective == "alltoallv")
                         else 0.0)
             if estimate > o["max_transfers"]:  # every size is refused before it is built
-                self.work = {"transfers": 0, "estimate": estimate}
-                return
+                return {"transfers": 0, "estimate": estimate}, None
             sched = schedule()
             st = {"transfers": sum(len(step) for step in sched.steps), "estimate": estimate,
                   "small": _small_enough(sched), "verified": False}
@@ -1202,10 +1194,9 @@ class _SpecPlan:
 
             check_schedule(schedule())
             st["verified"] = True
-        self.abg = _analytical_parameters(ctx.topo, ctx.rank_nodes, spec, key, schedule, o["routing"],
+        return st, _analytical_parameters(ctx.topo, ctx.rank_nodes, spec, key, schedule, o["routing"],
                                           o["ecmp_seed"], ctx.step_s, ctx.qps, ctx.inline_ok, ctx.factor,
                                           net=ctx.net, max_work=o["max_work"])
-        self.work = st
 
     def times(self, sizes) -> list:
         """Per size: (time_s, size_bytes) as simulate() computes them, or None (simulate() answers)."""
@@ -1248,7 +1239,7 @@ class _SpecPlan:
         if self.work is None:
             i, a, pieces = loops[0]
             try:
-                self._prepare(dataclasses.replace(a, nbytes=next(iter(pieces))))
+                self.work, self.abg = self._prepare(dataclasses.replace(a, nbytes=next(iter(pieces))))
             except Exception:  # simulate() raises it, with its own message, at this point
                 self.work = False
                 return out
