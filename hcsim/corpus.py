@@ -633,10 +633,13 @@ def library_algorithms(measured: pd.DataFrame, topology, transport: str | None,
     rule_of = LIBRARY_RULES.get((transport or "").split()[0] if transport else None)
     if rule_of is None:
         return sel
+    from .topology.io import load_topology
+
+    topo = load_topology(topology)  # once, not a file read per row
     names = []
     for (_, r), chosen in zip(measured.iterrows(), sel["algorithm"], strict=True):
         rule = rule_of(r["collective"], int(r["size_bytes"]), measured_ranks(r) or 0)
-        if rule is not None and not _runs_on(topology, r["collective"], rule, measured_ranks(r)):
+        if rule is not None and not _runs_on(topo, r["collective"], rule, measured_ranks(r)):
             rule = None  # a two-level rule on ranks not laid out server by server: HCCL's choice
         names.append(chosen if row_algorithm(r, "auto") != "auto" or rule is None else rule)
     if rule_of is nccl_ring_rule:  # an allreduce the ring rule named runs NVLS where the switch has NVLink SHARP
@@ -646,16 +649,14 @@ def library_algorithms(measured: pd.DataFrame, topology, transport: str | None,
     return measured.assign(algorithm=names)
 
 
-def _runs_on(topology, collective: str, algorithm: str, ranks) -> bool:
-    """Whether ``algorithm`` can run ``collective`` on the topology's first ``ranks`` NPUs: a two-level one
-    needs them server by server on at least two servers (:func:`hcsim.api.rank_layout`)."""
+def _runs_on(topo, collective: str, algorithm: str, ranks) -> bool:
+    """Whether ``algorithm`` can run ``collective`` on the first ``ranks`` NPUs of ``topo`` (a Topology): a
+    two-level one needs them server by server on at least two servers (:func:`hcsim.api.rank_layout`)."""
     from .algorithms.registry import get_algorithm
     from .api import rank_layout
-    from .topology.io import load_topology
 
     if get_algorithm(collective, algorithm).levels < 2:
         return True
-    topo = load_topology(topology)
     servers, _ = rank_layout(topo, topo.npus[:int(ranks)] if ranks else topo.npus)
     return len(servers) >= 2
 

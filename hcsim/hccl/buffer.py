@@ -102,7 +102,7 @@ def loop_buffer_bytes(args: CollectiveArgs, buffer_bytes: int | None, product: s
         return p * b
     if c == "alltoall":
         if args.nbytes <= b:
-            return -(-max(b, args.nbytes) // p) * p  # one pass (a multiple of p: piece_bytes keeps it whole)
+            return -(-b // p) * p  # one pass: the buffer, rounded up to a multiple of p so piece_bytes keeps it whole
         per_peer = b // (p * ALLTOALL_FULLMESH_SPLIT) if args.nbytes / p > ALLTOALL_FULLMESH_BIG_PEER_BYTES else b // p
         return p * per_peer if per_peer > 0 else buffer_bytes
     return buffer_bytes
