@@ -343,9 +343,16 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY, b
     times :data:`NCCL_SIMPLE_LATENCY_RATIO` for ``hop``, the full rate), and over NVLink, where
     NCCL enables it by default, LL128 between them (the overhead times
     :data:`NCCL_LL128_LATENCY_RATIO`, :data:`NCCL_LL128_EFFICIENCY` of the rate). Each crossover
-    is where the two protocols cost one message alike on the fitted link rate, as NCCL's tuner
+    is where the two protocols cost one message alike on the rate ``B`` of the hop, as NCCL's tuner
     picks the faster: between overheads ``a1 < a2`` and shares ``e1 < e2``,
-    ``m* = (a2 - a1) B / (1/e1 - 1/e2)``.
+    ``m* = (a2 - a1) B / (1/e1 - 1/e2)``. For ``"nvlink"``, ``B`` is the fitted link rate
+    :func:`calibrate` passes; for ``"net"`` it is the rate of the links between servers
+    (:func:`network_links`, the slowest of them, as the fit leaves them): the builder's
+    ``crossover_links`` is ``"network"``, and :func:`calibrate` passes that rate in place of the
+    fitted class's where the topology has such links. The two are the same where the fit picks
+    the network's links; where it picks NVLink (a node whose NVLink, not its NICs, bounds the
+    largest point), the fitted NVLink rate would put the network protocols' crossovers as many
+    times too high as NVLink is faster than the NICs (docs/validation.md, change 52).
 
     Parameters
     ----------
@@ -399,6 +406,8 @@ def nccl_protocol_regimes(hop: str, ll_efficiency: float = NCCL_LL_EFFICIENCY, b
                               overhead_s=(0.0, (r - 1) * step_overhead_s), efficiency=(e, 1.0),
                               call_overhead_s=(ll, simple) if base_latency else None)
 
+    if hop == "net":
+        build.crossover_links = "network"
     return build
 
 
@@ -775,8 +784,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     regimes : callable, optional
         With ``fit="bottleneck"``: ``regimes(step_overhead_s, link_Bps) -> MessageRegimes``, the
         transport's message regimes as a function of the two fitted values (the per-step
-        overhead and the fitted class's link rate), set on every candidate topology the fit
-        tries and on the result (:func:`nccl_protocol_regimes`). None: the topology's own.
+        overhead and the fitted class's link rate; where the callable's ``crossover_links`` is
+        ``"network"`` and the topology has links between servers, the slowest of those as fitted
+        instead), set on every candidate topology the fit tries and on the result
+        (:func:`nccl_protocol_regimes`). None: the topology's own.
     prefer_rank_links : bool
         With ``fit="bottleneck"``, for ranks that are CPU processes (MPI): the ranks' own links
         (:func:`rank_link_classes`; a CPU rank's share of its node's memory, which stands for
@@ -867,6 +878,8 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
                 raise unknown_name("tiers", t, known)
     tiers = sorted(tiers or known)
     net_links = network_links(topo) if fixed_cost == "network" else []
+    hop_links = (network_links(topo) if fit == "bottleneck" and getattr(regimes, "crossover_links", None) == "network"
+                 else [])
     if fixed_cost == "network" and not net_links:
         raise bad_value("fixed_cost", fixed_cost, f"step or launch on {topo.name!r}: its ranks share one server, "
                         "so it has no network links to fit a latency on")
@@ -962,8 +975,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             if rank_reduce_ratio is not None:
                 with_rank_reduce(out, float(rank_reduce_ratio))
             if regimes is not None:
-                out.defaults = dataclasses.replace(out.defaults, message_regimes=_user_regimes(
-                    regimes, step, klass[1] * scale[klass[0]]))
+                rate = klass[1] * scale[klass[0]]
+                if hop_links:  # a network hop's protocols cross over at its own rate (nccl_protocol_regimes)
+                    rate = min(out.graph.edges[e]["spec"].bandwidth_Bps for e in hop_links)
+                out.defaults = dataclasses.replace(out.defaults, message_regimes=_user_regimes(regimes, step, rate))
             return out
     else:
         # only the tiers some point depends on: doubling an unused tier moves nothing
