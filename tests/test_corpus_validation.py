@@ -63,9 +63,10 @@ def test_calibration_points_are_the_first_sweeps_smallest_and_largest():
 def test_corpus_table_slice_matches_docs():
     # MI300X, and both A100 systems: the sendrecv one and SuperBench's, whose broadcast and reduce run the
     # pipelined chain (change 40) and whose files are in nccl-tests' older columns (change 41); the p4de's two
-    # instances (change 49), read from output tagged by srun --label; and Oracle's two A100 nodes (change 51)
-    df = validate_corpus(systems=["MI300X", "A100"])
-    assert len(df) == 5
+    # instances (change 49), read from output tagged by srun --label; Oracle's two A100 nodes (change 51); and the
+    # MI350X node (change 53), whose file prints nccl-tests' columns with the spacing collapsed
+    df = validate_corpus(systems=["MI300X", "MI350X", "A100"])
+    assert len(df) == 6
     check_rows(df, stored_table())
 
 
