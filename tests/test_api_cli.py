@@ -69,7 +69,7 @@ def test_contention_shows_only_in_event_driven_mode():
 @pytest.mark.parametrize("kwargs,needle", [
     (dict(collective="allreduxe"), "collective = 'allreduxe'"),
     (dict(algorithm="nope"), "algorithm for allreduce = 'nope': unknown; known: <level0>/<level1>[/<level2>], ahc, "
-                              "auto, best, double_ring, hd, mesh, multiring, nb, nhr, nvls, pipeline, rabenseifner, rd, reduce_bcast, ring"),
+                              "auto, best, double_ring, hd, mesh, multiring, nb, nhr, nvls, pipeline, rabenseifner, railring, rd, reduce_bcast, ring"),
     (dict(size=0), "size = 0"),
     (dict(size="1Q"), "size = '1Q'"),
     (dict(ranks=1), "ranks = 1"),

@@ -1,7 +1,8 @@
 """Algorithms: one module per algorithm, registered per collective.
 
 Importing this package registers ring, chain (the pipelined chain broadcast and reduce), mesh, hd (recursive halving-doubling), nhr and nb
-(HCCL's nonuniform algorithms), star, double_ring, multiring (k rings of coprime strides), tree (binomial), bmtree (Open MPI's
+(HCCL's nonuniform algorithms), star, double_ring, multiring (k rings of coprime strides), railring (one ring per
+local index, each crossing servers on its own rail), tree (binomial), bmtree (Open MPI's
 binomial broadcast), rd (recursive doubling AllReduce), rabenseifner (Open MPI's
 halving order), pairwise, and reduce_bcast (HCCL's 910B small-count
 AllReduce), nvls (in-network AllReduce through an NVLink SHARP switch).
@@ -23,6 +24,7 @@ from . import (  # noqa: F401
     pairwise,
     pipeline,
     rabenseifner,
+    railring,
     rd,
     reduce_bcast,
     ring,

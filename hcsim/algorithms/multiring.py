@@ -68,24 +68,50 @@ def ring_strides(p: int) -> tuple[int, ...]:
 def rings_schedule(args: CollectiveArgs, phases, strides, name: str) -> Schedule:
     """Rings of the given strides at once, each carrying its share of every block (chunk
     ``k * b + j``: ring j's part of block b); ``phases`` among ``"rs"`` and ``"ag"``. The
-    double ring is this with strides (1, p-1)."""
+    double ring is this with strides (1, p-1): ring j is the order 0, s_j, 2 s_j, ... (mod p)
+    (:func:`orders_schedule`)."""
     p = args.p
     strides = np.asarray(strides, dtype=np.int64)
-    k = len(strides)
+    orders = (np.arange(p, dtype=np.int64)[None, :] * strides[:, None]) % p
+    return orders_schedule(args, phases, orders, name)
+
+
+def orders_schedule(args: CollectiveArgs, phases, orders, name: str) -> Schedule:
+    """Rings over the given rank orders at once, each carrying its share of every block (chunk ``k * b + j``: ring
+    j's part of block b, block b being rank b's); ``orders`` is k permutations of the p ranks, ring j sending
+    ``orders[j][i] -> orders[j][i + 1]`` (mod p); ``phases`` among ``"rs"`` and ``"ag"``.
+
+    In reduce-scatter step t (0-based) the rank at position i of ring j sends ring j's part of the block of the
+    rank at position i - (t+1), reduced into the receiver's copy; in all-gather step t it forwards ring j's part
+    of the block of the rank at position i - t. Within a step the transfers are listed ring by ring, each ring's
+    by sending rank.
+
+    Examples
+    --------
+    >>> from hcsim.algorithms.schedule import CollectiveArgs
+    >>> s = orders_schedule(CollectiveArgs("allgather", 4, 4096), ("ag",), [[0, 1, 2, 3], [0, 2, 1, 3]], "x")
+    >>> [(int(a), int(b)) for a, b in zip(s.steps[0].src, s.steps[0].dst)]
+    [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 3), (2, 1), (3, 0)]
+    """
+    p = args.p
+    orders = np.asarray(orders, dtype=np.int64)
+    k = len(orders)
     parts = np.concatenate([split_bytes(b, k) for b in split_bytes(data_bytes(args), p)])
     space = ChunkSpace(parts)  # chunk k*b + j: ring j's part of block b
+    pos = np.empty_like(orders)
+    np.put_along_axis(pos, orders, np.arange(p, dtype=np.int64)[None, :].repeat(k, axis=0), axis=1)
     src = np.tile(np.arange(p, dtype=np.int64), k)
-    s = np.repeat(strides, p)
     ring = np.repeat(np.arange(k, dtype=np.int64), p)
-    dst = (src + s) % p
+    at = pos[ring, src]  # each sender's position in its ring
+    dst = orders[ring, (at + 1) % p]
     n_rs = p - 1 if "rs" in phases else 0
     n_ag = p - 1 if "ag" in phases else 0
 
     def step(t):
-        if t < n_rs:  # ring j's part of block r - (t+1) s_j, reduced into the receiver's copy
-            block, red = (src - (t + 1) * s) % p, True
-        else:  # ring j's part of block r - t' s_j, forwarded as it is
-            block, red = (src - (t - n_rs) * s) % p, False
+        if t < n_rs:  # ring j's part of the block t+1 positions back, reduced into the receiver's copy
+            block, red = orders[ring, (at - (t + 1)) % p], True
+        else:  # ring j's part of the block t' positions back, forwarded as it is
+            block, red = orders[ring, (at - (t - n_rs)) % p], False
         lo = k * block + ring
         return make_step(src, dst, space.range_bytes(lo, lo + 1), red, lo, lo + 1)
 
