@@ -784,9 +784,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
     regimes : callable, optional
         With ``fit="bottleneck"``: ``regimes(step_overhead_s, link_Bps) -> MessageRegimes``, the
         transport's message regimes as a function of the two fitted values (the per-step
-        overhead and the fitted class's link rate; where the callable's ``crossover_links`` is
-        ``"network"`` and the topology has links between servers, the slowest of those as fitted
-        instead), set on every candidate topology the fit tries and on the result
+        overhead and the fitted class's link rate; where the callable itself has the attribute
+        ``crossover_links = "network"``, as :func:`nccl_protocol_regimes` ``("net")`` gives it (a wrapper such as
+        ``functools.partial`` or a lambda must copy it), and the topology has links between servers, the slowest
+        of those as fitted instead), set on every candidate topology the fit tries and on the result
         (:func:`nccl_protocol_regimes`). None: the topology's own.
     prefer_rank_links : bool
         With ``fit="bottleneck"``, for ranks that are CPU processes (MPI): the ranks' own links
@@ -975,10 +976,10 @@ def calibrate(topology, measured: pd.DataFrame, *, tiers=None, algorithm="auto",
             if rank_reduce_ratio is not None:
                 with_rank_reduce(out, float(rank_reduce_ratio))
             if regimes is not None:
-                rate = klass[1] * scale[klass[0]]
+                rate_Bps = klass[1] * scale[klass[0]]
                 if hop_links:  # a network hop's protocols cross over at its own rate (nccl_protocol_regimes)
-                    rate = min(out.graph.edges[e]["spec"].bandwidth_Bps for e in hop_links)
-                out.defaults = dataclasses.replace(out.defaults, message_regimes=_user_regimes(regimes, step, rate))
+                    rate_Bps = min(out.graph.edges[e]["spec"].bandwidth_Bps for e in hop_links)
+                out.defaults = dataclasses.replace(out.defaults, message_regimes=_user_regimes(regimes, step, rate_Bps))
             return out
     else:
         # only the tiers some point depends on: doubling an unused tier moves nothing

@@ -64,9 +64,10 @@ def test_corpus_table_slice_matches_docs():
     # MI300X, and both A100 systems: the sendrecv one and SuperBench's, whose broadcast and reduce run the
     # pipelined chain (change 40) and whose files are in nccl-tests' older columns (change 41); the p4de's two
     # instances (change 49), read from output tagged by srun --label; Oracle's two A100 nodes (change 51); and the
-    # MI350X node (change 53), whose file prints nccl-tests' columns with the spacing collapsed
-    df = validate_corpus(systems=["MI300X", "MI350X", "A100"])
-    assert len(df) == 6
+    # MI350X node (change 53), whose file prints nccl-tests' columns with the spacing collapsed; and the MI355X pair
+    # (change 55) on its tiered mesh
+    df = validate_corpus(systems=["MI300X", "MI350X", "MI355X", "A100"])
+    assert len(df) == 7
     check_rows(df, stored_table())
 
 

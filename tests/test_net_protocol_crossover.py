@@ -64,13 +64,12 @@ def test_fit_of_the_network_is_as_before():
     rate: the crossover is where the old rule put it."""
     truth = _two_nodes(450e9, 9.0 / 0.7)  # NICs 35 GB/s
     truth.defaults = dataclasses.replace(truth.defaults, step_overhead_s=17e-6)
-    fitted, _ = calibrate(_two_nodes(450e9, 9.0), _points(truth, 16, "ring"), fit="bottleneck",
-                          regimes=nccl_protocol_regimes("net", 0.1))
-    net = {fitted.graph.edges[e]["spec"].bandwidth_Bps for e in network_links(fitted)}
-    assert len(net) == 1 and net.pop() == pytest.approx(35e9, rel=0.05)
-    assert fitted.link_spec("npu0", "leaf0").bandwidth_Bps == 450e9
-    rate = fitted.link_spec("npu0", "spine0").bandwidth_Bps
-    assert fitted.defaults.message_regimes.from_bytes[1] == _crossover(fitted.defaults.step_overhead_s, rate, 0.1)
+    fitted, rep = calibrate(_two_nodes(450e9, 9.0), _points(truth, 16, "ring"), fit="bottleneck",
+                            regimes=nccl_protocol_regimes("net", 0.1))
+    assert list(rep["link_scale"]) == ["nvlink@50GBps"]  # the fitted class: the NICs as built, 50 GB/s
+    old_rule = 50e9 * rep["link_scale"]["nvlink@50GBps"]  # what the old rule passed: the fitted class's rate
+    assert old_rule == pytest.approx(35e9, rel=0.05) and fitted.link_spec("npu0", "leaf0").bandwidth_Bps == 450e9
+    assert fitted.defaults.message_regimes.from_bytes[1] == _crossover(fitted.defaults.step_overhead_s, old_rule, 0.1)
 
 
 def test_single_server_fit_is_unchanged():

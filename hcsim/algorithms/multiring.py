@@ -27,6 +27,7 @@ import math
 
 import numpy as np
 
+from ..errors import ScheduleError
 from .cost import AlphaBetaGamma
 from .registry import AlgorithmSpec, register
 from .schedule import (
@@ -76,6 +77,19 @@ def rings_schedule(args: CollectiveArgs, phases, strides, name: str) -> Schedule
     return orders_schedule(args, phases, orders, name)
 
 
+def _checked_orders(orders, p: int) -> np.ndarray:
+    """``orders`` as a (k, p) integer array of k >= 1 permutations of the p ranks, or a one-line ScheduleError."""
+    allowed = f"k >= 1 permutations of the {p} ranks, shape (k, {p})"
+    try:
+        out = np.asarray(orders, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise ScheduleError(f"orders = {orders!r:.80}: {allowed}") from None
+    if out.ndim != 2 or out.shape[0] < 1 or out.shape[1] != p or \
+            not (np.sort(out, axis=1) == np.arange(p, dtype=np.int64)[None, :]).all():
+        raise ScheduleError(f"orders = {np.asarray(orders).tolist()!r:.80}: {allowed}")
+    return out
+
+
 def orders_schedule(args: CollectiveArgs, phases, orders, name: str) -> Schedule:
     """Rings over the given rank orders at once, each carrying its share of every block (chunk ``k * b + j``: ring
     j's part of block b, block b being rank b's); ``orders`` is k permutations of the p ranks, ring j sending
@@ -94,7 +108,7 @@ def orders_schedule(args: CollectiveArgs, phases, orders, name: str) -> Schedule
     [(0, 1), (1, 2), (2, 3), (3, 0), (0, 2), (1, 3), (2, 1), (3, 0)]
     """
     p = args.p
-    orders = np.asarray(orders, dtype=np.int64)
+    orders = _checked_orders(orders, p)
     k = len(orders)
     parts = np.concatenate([split_bytes(b, k) for b in split_bytes(data_bytes(args), p)])
     space = ChunkSpace(parts)  # chunk k*b + j: ring j's part of block b
@@ -118,24 +132,40 @@ def orders_schedule(args: CollectiveArgs, phases, orders, name: str) -> Schedule
     return Schedule(args, k * p, LazySteps(n_rs + n_ag, step), space.chunk_bytes, name)
 
 
+def ring_family_costs(part_bytes):
+    """The closed forms of rings that each move ``part_bytes(args)`` a step on their own links: AllGather, ReduceScatter
+    and AllReduce (p-1 steps of a + part beta; ReduceScatter adds a whole block's reduction, b gamma with b = n/p, as
+    each rank reduces every part it receives; AllReduce is their sum), as a dict by collective.
+
+    Examples
+    --------
+    >>> from hcsim.algorithms.cost import AlphaBetaGamma
+    >>> from hcsim.algorithms.schedule import CollectiveArgs
+    >>> costs = ring_family_costs(lambda a: a.nbytes / a.p / 2)
+    >>> costs["allgather"](CollectiveArgs("allgather", 4, 4000), AlphaBetaGamma(1e-6, 1e-9, 0.0)) * 1e6
+    4.5
+    """
+
+    def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+        return (args.p - 1) * (m.alpha_s + part_bytes(args) * m.beta_s_per_B)
+
+    def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+        return (args.p - 1) * (m.alpha_s + part_bytes(args) * m.beta_s_per_B + args.nbytes / args.p * m.gamma_s_per_B)
+
+    def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
+        return cost_reducescatter(args, m) + cost_allgather(args, m)
+
+    return {"allgather": cost_allgather, "reducescatter": cost_reducescatter, "allreduce": cost_allreduce}
+
+
 def register_rings(name: str, strides, parallel, summary: str, source: str) -> None:
     """Register a family of rings for AllReduce, ReduceScatter and AllGather: ``strides(p)`` the
     rings' strides, ``parallel(p)`` how many of them run on disjoint links (their closed forms
     charge ``b / parallel(p)`` a step, b = n/p: RS (p-1)(a + (b/k) beta + b gamma), AG
     (p-1)(a + (b/k) beta), AR their sum)."""
 
-    def part(args):
-        return args.nbytes / args.p / parallel(args.p)
-
-    def cost_allgather(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-        return (args.p - 1) * (m.alpha_s + part(args) * m.beta_s_per_B)
-
-    def cost_reducescatter(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-        # each rank reduces every part it receives: the reduction unit handles a whole block a step
-        return (args.p - 1) * (m.alpha_s + part(args) * m.beta_s_per_B + args.nbytes / args.p * m.gamma_s_per_B)
-
-    def cost_allreduce(args: CollectiveArgs, m: AlphaBetaGamma) -> float:
-        return cost_reducescatter(args, m) + cost_allgather(args, m)
+    costs = ring_family_costs(lambda args: args.nbytes / args.p / parallel(args.p))
+    cost_allreduce, cost_reducescatter, cost_allgather = (costs[c] for c in ("allreduce", "reducescatter", "allgather"))
 
     for coll, cost, phases in (("allreduce", cost_allreduce, ("rs", "ag")),
                                ("reducescatter", cost_reducescatter, ("rs",)),
