@@ -1,16 +1,17 @@
 """Rail rings: one ring per local index, all at once, each crossing between servers on its own rail.
 
 On S servers of L ranks each (rank s * L + l is local index l of server s), ring c (c = 0..L-1) enters server s at
-local index e_s and leaves it from local index e_{s+1} (e_S = e_0), so every crossing between two servers joins ranks
-of one local index: on a rail-optimised network (``leaf_spine(rails=True)``, each local index its own rail switch) a
-crossing takes its rail alone. The entries alternate, e_s = c on even s and c-1 on odd s, so that server s is visited
-in the order c, c+1, ..., c-1 (even s) or c-1, c-2, ..., c (odd s), and for an even S the cycle closes; for an odd S
-the last server is entered at c-2 instead (visited c-2, then the others upwards from c-1 skipping c, then c; the
-server before it leaves from c-2, visited c-1, then the others downwards skipping c-2, then c-2), which needs L >= 3. For a given pair of servers and direction the crossings of the L rings then use L different rails. With
-an odd S and L = 2 no such cycle exists: the wrap from the last server to server 0 joins local c-1 to local c, which
-the network routes through a peer inside either server, and two rings' wraps may then share a rail (measured on a
-3 x 2 rails topology in tests/test_railring.py). On one server every rail ring would be the same cycle (rotated), so
-there the schedule is the ring itself, one ring carrying whole blocks.
+local index e_s and leaves it from local index e_{s+1} (e_S = e_0), so every crossing between two servers joins
+ranks of one local index: on a rail-optimised network (``leaf_spine(rails=True)``, each local index its own rail
+switch) a crossing takes its rail alone. The entries alternate, e_s = c on even s and c-1 on odd s, so that server s
+is visited in the order c, c+1, ..., c-1 (even s) or c-1, c-2, ..., c (odd s), and for an even S the cycle closes;
+for an odd S the last server is entered at c-2 instead (visited c-2, then the others upwards from c-1 skipping c,
+then c; the server before it leaves from c-2, visited c-1, then the others downwards skipping c-2, then c-2), which
+needs L >= 3. For a given pair of servers and direction the crossings of the L rings then use L different rails.
+With an odd S and L = 2 no such cycle exists: the wrap from the last server to server 0 joins local c-1 to local c,
+which the network routes through a peer inside either server, and two rings' wraps may then share a rail (measured
+on a 3 x 2 rails topology in tests/test_railring.py). On one server every rail ring would be the same cycle
+(rotated), so there the schedule is the ring itself, one ring carrying whole blocks.
 
 This is how NCCL runs a ring across nodes: several channels, each a ring whose path through a node enters and
 leaves by the NICs of one rail, so that together they drive every NIC (NVIDIA/nccl src/graph/search.cc and
@@ -19,11 +20,10 @@ src/graph/tuning.cc, read at 5067397c); each ring carries 1/L of every block, as
 :func:`hcsim.algorithms.multiring.orders_schedule` runs rings over given rank orders.
 
 Costs (b = n/p, k = L rings each on its own rail, k = 1 on one server; the links inside a server taken as not
-binding): RS
-(p-1)(a + (b/k) beta + b gamma); AG (p-1)(a + (b/k) beta); AR their sum; exact where each step's slowest
-transfers are the crossings and the rails are the only shared resource they use (a rails topology with fast
-links inside the servers). Where the rings share links (inside a server, or one NIC per server) the
-event-driven mode charges the sharing and the closed form is optimistic, as for ``multiring``.
+binding): RS (p-1)(a + (b/k) beta + b gamma); AG (p-1)(a + (b/k) beta); AR their sum; exact where each step's
+slowest transfers are the crossings and the rails are the only shared resource they use (a rails topology with fast
+links inside the servers). Where the rings share links (inside a server, or one NIC per server) the event-driven
+mode charges the sharing and the closed form is optimistic, as for ``multiring``.
 """
 
 from __future__ import annotations
