@@ -873,11 +873,6 @@ def _too_much(spec, args, estimate: str, max_transfers: int) -> WorkLimitError:
                        "another algorithm, or raise max_transfers (--max-transfers) to run it anyway")
 
 
-EQUAL_SERVER_ALGORITHMS = ("pipeline", "railring")
-"""Algorithms whose schedule needs servers of equal size (same-index ranks across servers): a sweep's default list
-leaves them out where the chosen ranks make servers of unequal size."""
-
-
 def rank_layout(topo, rank_nodes) -> tuple[tuple, tuple]:
     """Ranks per server and servers per pod, from the NPUs' coordinates; ``((), ())`` when the
     ranks of a server (or the servers of a pod) are not consecutive."""
@@ -940,8 +935,8 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     algorithms : list, optional
         Names or callables; default every algorithm registered for the collective that the
         ranks can run (an in-network one, NVLS, only where they share a switch that reduces
-        ``dtype`` with ``reduce_op`` in the network; those of :data:`EQUAL_SERVER_ALGORITHMS` only
-        where the ranks make servers of equal size).
+        ``dtype`` with ``reduce_op`` in the network; one that needs servers of equal size,
+        :attr:`~hcsim.algorithms.registry.AlgorithmSpec.equal_servers`, only where the ranks make them so).
     client : dask.distributed.Client, optional
         Run the points on a Dask cluster (:func:`hcsim.parallel.dask_client`), one task per
         (size, algorithm); the table is the same as without one. Algorithms are sent by name
@@ -981,7 +976,7 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
             algorithms = [a for a in algorithms_for(collective) if switch or not get_algorithm(collective, a).in_network]
             servers, _ = rank_layout(topo, topo.resolve_ranks(kwargs.get("ranks")))
             if len(set(servers)) > 1:  # servers of unequal size: not the algorithms that need them equal
-                algorithms = [a for a in algorithms if a not in EQUAL_SERVER_ALGORITHMS]
+                algorithms = [a for a in algorithms if not get_algorithm(collective, a).equal_servers]
         elif isinstance(algorithms, str) or callable(algorithms):
             algorithms = [algorithms]
         elif not isinstance(algorithms, (list, tuple)) or not algorithms:

@@ -139,9 +139,11 @@ def test_on_rails_each_ring_takes_its_own_rail(collective, steps):
 def test_a_default_sweep_on_unequal_servers_leaves_out_what_needs_them_equal():
     """6 ranks of 2 x 4 (servers of 4 and 2): the default list raced pipeline there and raised (before this session
     too); now it leaves out pipeline and railring, and keeps them on equal servers."""
-    from hcsim.api import EQUAL_SERVER_ALGORITHMS
+    from hcsim.algorithms.registry import REGISTRY
 
+    equal = {a for a, spec in REGISTRY["allreduce"].items() if spec.equal_servers}
+    assert equal == {"pipeline", "railring"}
     topo = leaf_spine(2, 4, 4, 100e9, npus_per_server=4)
     six = set(hcsim.sweep(topo, "allreduce", sizes=("1M", "2M"), ranks=6).algorithm)
     eight = set(hcsim.sweep(topo, "allreduce", sizes=("1M", "2M")).algorithm)
-    assert six and not six & set(EQUAL_SERVER_ALGORITHMS) and set(EQUAL_SERVER_ALGORITHMS) <= eight
+    assert six and not six & equal and equal <= eight

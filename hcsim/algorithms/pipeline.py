@@ -108,4 +108,4 @@ for _coll, _cost in (("allgather", cost_allgather), ("reducescatter", cost_reduc
                      ("allreduce", cost_allreduce)):
     register(AlgorithmSpec("pipeline", _coll, _pipeline, _cost,
                            "inter-server ring of same-index NPUs overlapped with the intra-server mesh",
-                           SOURCE, levels=2))
+                           SOURCE, levels=2, equal_servers=True))

@@ -118,4 +118,4 @@ for _coll, _cost, _phases in (("allreduce", cost_allreduce, ("rs", "ag")),
                               ("allgather", cost_allgather, ("ag",))):
     register(AlgorithmSpec("railring", _coll, _schedule(_phases), _cost,
                            "one ring per local index, each crossing servers on its own rail (NCCL's channels)",
-                           SOURCE))
+                           SOURCE, equal_servers=True))

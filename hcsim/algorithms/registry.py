@@ -47,6 +47,10 @@ class AlgorithmSpec:
         The algorithm runs through a switch that reduces and multicasts in the network
         (:attr:`hcsim.algorithms.schedule.Schedule.in_network`): ``"best"`` races it only where
         the ranks share one (:func:`hcsim.engine.des.shares_in_network_switch`).
+    equal_servers : bool
+        The schedule joins same-index ranks of different servers, so it needs servers of equal
+        size (``pipeline``, ``railring``): ``"best"`` and a sweep's default list leave it out
+        where the ranks make servers of unequal size.
     """
 
     name: str
@@ -59,6 +63,7 @@ class AlgorithmSpec:
     levels: int = 1
     shape: Callable | None = None
     in_network: bool = False
+    equal_servers: bool = False
 
 
 REGISTRY: dict[str, dict[str, AlgorithmSpec]] = {c: {} for c in COLLECTIVES}
@@ -97,6 +102,8 @@ def _checked_spec(spec, collective: str | None = None) -> AlgorithmSpec:
                         "schedule's structure")
     if not isinstance(spec.user, (bool, np.bool_)):
         raise bad_value("spec.user", spec.user, "True or False (whether a user, not hcsim, wrote it)")
+    if not isinstance(spec.equal_servers, (bool, np.bool_)):
+        raise bad_value("spec.equal_servers", spec.equal_servers, "True or False (whether it needs servers of equal size)")
     for field in ("summary", "source"):
         if not isinstance(getattr(spec, field), str):
             raise bad_value(f"spec.{field}", getattr(spec, field), "a str")

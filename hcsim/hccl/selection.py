@@ -308,8 +308,9 @@ def candidates(collective: str, servers: tuple, pods: tuple = (), product: str |
     if collective == "sendrecv":
         return ["ring"]
     if len(servers) <= 1 or len(set(servers)) != 1:
-        # railring is the ring on one server and needs servers of equal size: never raced here (as pipeline)
-        return [a for a in flat if a not in ("pipeline", "railring") and (a != "ahc" or len(servers) > 1)]
+        # those that need servers of equal size (pipeline, railring) are not raced here: on one server they are
+        # another algorithm (railring the ring) or nothing
+        return [a for a in flat if not REGISTRY[collective][a].equal_servers and (a != "ahc" or len(servers) > 1)]
     # Across servers HCCL always composes levels (flat algorithms would cross the slow tier at
     # every step), so the race is between its level-1 choices and the pipeline.
     level0 = level0_algorithm(product, servers[0])
