@@ -969,12 +969,11 @@ def sweep(topology, collective: str, sizes=("8", "1GiB"), algorithms=None, *, fa
     with topo.unchanged():  # the graph is checked once, not at every point
         size_list = resolve_sizes(sizes, factor)
         if algorithms is None:  # every registered one the ranks can run: in-network ones only beside their switch
-            dtype = kwargs.get("dtype")
-            switch = shares_in_network_switch(topo, topo.resolve_ranks(kwargs.get("ranks")),
-                                              None if dtype is None else parse_dtype(dtype),
+            dtype, nodes = kwargs.get("dtype"), topo.resolve_ranks(kwargs.get("ranks"))
+            switch = shares_in_network_switch(topo, nodes, None if dtype is None else parse_dtype(dtype),
                                               parse_reduce_op(kwargs.get("reduce_op", "sum")))
             algorithms = [a for a in algorithms_for(collective) if switch or not get_algorithm(collective, a).in_network]
-            servers, _ = rank_layout(topo, topo.resolve_ranks(kwargs.get("ranks")))
+            servers, _ = rank_layout(topo, nodes)
             if len(set(servers)) > 1:  # servers of unequal size: not the algorithms that need them equal
                 algorithms = [a for a in algorithms if not get_algorithm(collective, a).equal_servers]
         elif isinstance(algorithms, str) or callable(algorithms):
